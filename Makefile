@@ -1,0 +1,26 @@
+# Set-up is part of every target: a fresh machine with only python3 (3.10+) is enough.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# pytest workers; the suite is sized for 2 cores.
+WORKERS ?= 2
+
+.PHONY: test reproduce install clean
+
+install: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q -n $(WORKERS) tests
+
+reproduce: $(STAMP)
+	$(PY) -m experiments.reproduce --papers=all --scale=quick --out=results
+
+clean:
+	rm -rf .work build *.egg-info

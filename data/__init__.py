@@ -1,0 +1,1 @@
+"""Data generators, PDE solvers and tfds builders of the reprojax suite."""

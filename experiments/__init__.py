@@ -1,0 +1,1 @@
+"""The shared launcher, the reproduce runner, and one experiment package per paper."""

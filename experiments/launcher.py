@@ -1,0 +1,132 @@
+"""The shared absl launcher every ``experiments/<slug>/main.py`` calls.
+
+A paper's ``main.py`` is three lines::
+
+    from experiments import launcher
+    from experiments.<slug> import experiment
+    if __name__ == "__main__":
+      launcher.main(experiment.run, paper="<slug>")
+
+and is run as::
+
+    python -m experiments.<slug>.main --config=experiments/<slug>/configs/quick.py \
+        --workdir=/tmp/<slug> [--config.seed=1 --config.<field>=...]
+
+The launcher does the boilerplate once: the config file flag (locked, so a
+mistyped override fails listing the valid keys), the workdir, multi-process
+initialisation (``jax.distributed.initialize``), logging of the devices, the
+wall clock, and the atomic ``results.json`` of the results contract. Errors the
+user can fix (``ValueError``, a missing data file, a non-finite loss) end with one
+line saying what to do, and no traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from typing import Callable
+
+from absl import app
+from absl import flags
+from absl import logging
+import jax
+import ml_collections
+from ml_collections import config_flags
+
+from experiments import results as results_lib
+
+RunFn = Callable[[ml_collections.ConfigDict, str], results_lib.Outcome]
+
+_CONFIG = config_flags.DEFINE_config_file(
+    "config", None, "Path to an ml_collections config file (configs/<name>.py).",
+    lock_config=True)
+_WORKDIR = flags.DEFINE_string(
+    "workdir", None, "Folder for checkpoints, metrics and results.json; a rerun resumes from it.")
+_COORDINATOR = flags.DEFINE_string(
+    "coordinator_address", None,
+    "host:port of process 0 for multi-process runs (jax.distributed.initialize). "
+    "On managed clusters (TPU pods, SLURM) leave it unset and pass --multiprocess.")
+_NUM_PROCESSES = flags.DEFINE_integer("num_processes", None, "Number of processes.")
+_PROCESS_ID = flags.DEFINE_integer("process_id", None, "This process's index.")
+_MULTIPROCESS = flags.DEFINE_bool(
+    "multiprocess", False, "Call jax.distributed.initialize() with auto-detected arguments.")
+
+
+class UserError(Exception):
+  """An error the user can fix; the launcher prints its message and exits 1."""
+
+
+# The error types whose message is enough: printed as one line, no traceback.
+FRIENDLY_ERRORS = (UserError, ValueError, FileNotFoundError, FloatingPointError)
+
+
+def initialize_distributed(coordinator_address: str | None, num_processes: int | None,
+                           process_id: int | None, auto: bool = False) -> None:
+  """Starts ``jax.distributed`` when several processes were asked for."""
+  if not auto and not coordinator_address:
+    return
+  if coordinator_address and (num_processes is None or process_id is None):
+    raise ValueError("--coordinator_address needs --num_processes and --process_id")
+  if jax.config.read("jax_platforms") in (None, "", "cpu"):
+    try:  # CPU collectives across processes need gloo; harmless elsewhere.
+      jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    except (AttributeError, ValueError):  # older/newer JAX without this option
+      pass
+  if auto and not coordinator_address:
+    jax.distributed.initialize()
+  else:
+    jax.distributed.initialize(coordinator_address=coordinator_address,
+                               num_processes=num_processes, process_id=process_id)
+
+
+def execute(run: RunFn, *, paper: str, config: ml_collections.ConfigDict,
+            workdir: str) -> dict:
+  """Runs one experiment and writes ``<workdir>/results.json`` (process 0 only).
+
+  Usable without flags, e.g. from a notebook or a test.
+  """
+  os.makedirs(workdir, exist_ok=True)
+  results_path = os.path.join(workdir, "results.json")
+  if jax.process_index() == 0 and os.path.exists(results_path):
+    os.remove(results_path)  # a failed rerun must not leave the old verdict in place
+  t0 = time.time()
+  outcome = run(config, workdir)
+  wall_s = time.time() - t0
+  res = results_lib.results_dict(
+      paper=paper, scale=str(config.get("scale", "custom")), seed=int(config.get("seed", 0)),
+      wall_s=wall_s, config=config.to_dict(), outcome=outcome)
+  if jax.process_index() == 0:
+    results_lib.write_results(results_path, res)
+    for c in res["claims"]:
+      logging.info("claim %-24s paper %-28s ours %-28s holds=%s", c["id"], c["paper"],
+                   c["ours"], c["holds"])
+    logging.info("wrote %s (%.1f s)", results_path, wall_s)
+  return res
+
+
+def _main(argv, *, run: RunFn, paper: str) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  config = _CONFIG.value
+  if config is None:
+    raise app.UsageError("--config is required, e.g. --config=experiments/<slug>/configs/quick.py")
+  if not _WORKDIR.value:
+    raise app.UsageError("--workdir is required")
+  try:
+    initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value,
+                           auto=_MULTIPROCESS.value)
+    logging.info("process %d/%d, %d local / %d global devices (%s)", jax.process_index(),
+                 jax.process_count(), jax.local_device_count(), jax.device_count(),
+                 jax.devices()[0].platform)
+    execute(run, paper=paper, config=config, workdir=_WORKDIR.value)
+  except FRIENDLY_ERRORS as e:
+    logging.flush()
+    print(f"error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def main(run: RunFn, *, paper: str) -> None:
+  """The entry point of a paper's ``main.py``."""
+  app.run(functools.partial(_main, run=run, paper=paper))

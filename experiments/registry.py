@@ -1,0 +1,22 @@
+"""The papers ``experiments/reproduce.py`` knows, by slug.
+
+A paper is registered when it has ``experiments/<slug>/main.py`` (the launcher
+entry), ``configs/quick.py`` (fits ``make reproduce``: about 2 minutes on 2 CPU
+cores) and ``configs/full.py`` (the paper's scale; its docstring names the
+hardware and time it needs). Add the slug here last, once its tests pass.
+"""
+
+PAPERS: tuple[str, ...] = (
+    "fno",
+)
+
+SCALES: tuple[str, ...] = ("quick", "full")
+
+
+def config_path(slug: str, scale: str) -> str:
+  """The config file of ``slug`` at ``scale``, relative to the repository root."""
+  if slug not in PAPERS:
+    raise ValueError(f"unknown paper {slug!r}; registered: {', '.join(PAPERS)}")
+  if scale not in SCALES:
+    raise ValueError(f"unknown scale {scale!r}; expected one of {SCALES}")
+  return f"experiments/{slug}/configs/{scale}.py"

@@ -1,0 +1,1 @@
+"""Flax Linen models shared by the papers (``from models import fno``)."""
