@@ -8,6 +8,9 @@ hardware and time it needs). Add the slug here last, once its tests pass.
 
 PAPERS: tuple[str, ...] = (
     "fno",
+    "rocp",
+    "ising_aggregation",
+    "alft",
 )
 
 SCALES: tuple[str, ...] = ("quick", "full")
