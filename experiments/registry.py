@@ -11,6 +11,8 @@ PAPERS: tuple[str, ...] = (
     "rocp",
     "ising_aggregation",
     "alft",
+    "gwcn",
+    "comparison_oracle",
 )
 
 SCALES: tuple[str, ...] = ("quick", "full")
