@@ -1,0 +1,123 @@
+"""GWCN: generalized graphon convolutional networks and size transfer at any sparsity.
+
+Public API (``from algorithms import gwcn``):
+
+* shifts: :func:`gwcn_shift` / :func:`gwcn_shift_dense` (stretched ``A / (n rho)``),
+  :func:`normalized_shift` / :func:`normalized_shift_dense` (``D~^-1/2 (A+I) D~^-1/2``),
+  :func:`propagate`, :func:`edges_from_adjacency`, :func:`adjacency_from_edges`,
+  :func:`edge_density`, :func:`operator_norm`, validation helpers;
+* sampling: :func:`sparsity` (schedules), :func:`sample_adjacency`,
+  :func:`stretched_sample`, :func:`degree_order`, :func:`bfs_order`,
+  :func:`random_order`, :func:`induced_subgraph`, :func:`degree_ordered_subgraph`,
+  :func:`fit_density_curves`;
+* transfer: :func:`limit_shift`, :func:`transfer_error`, :func:`size_term`,
+  :func:`density_term`, :func:`bernoulli_variance`, :func:`transfer_bound`,
+  :func:`fit_power_law`.
+
+References:
+  The GWCN paper (ICML 2026); Ruiz, Chamon & Ribeiro, NeurIPS 2020; Jian, Ji & Tay,
+  arXiv 2309.05260; Shu et al., arXiv 2408.17274.
+"""
+
+import jax
+import jax.numpy as jnp
+
+from algorithms._common import Example
+from algorithms.gwcn._operators import SparseOperator
+from algorithms.gwcn._operators import adjacency_from_edges
+from algorithms.gwcn._operators import edge_density
+from algorithms.gwcn._operators import edge_density_dense
+from algorithms.gwcn._operators import edges_from_adjacency
+from algorithms.gwcn._operators import gwcn_shift
+from algorithms.gwcn._operators import gwcn_shift_dense
+from algorithms.gwcn._operators import normalized_shift
+from algorithms.gwcn._operators import normalized_shift_dense
+from algorithms.gwcn._operators import operator_norm
+from algorithms.gwcn._operators import propagate
+from algorithms.gwcn._operators import validate_adjacency
+from algorithms.gwcn._operators import validate_edges
+from algorithms.gwcn._sampling import SCHEDULES
+from algorithms.gwcn._sampling import bfs_order
+from algorithms.gwcn._sampling import degree_order
+from algorithms.gwcn._sampling import degree_ordered_subgraph
+from algorithms.gwcn._sampling import fit_density_curves
+from algorithms.gwcn._sampling import induced_subgraph
+from algorithms.gwcn._sampling import random_order
+from algorithms.gwcn._sampling import sample_adjacency
+from algorithms.gwcn._sampling import sparsity
+from algorithms.gwcn._sampling import stretched_sample
+from algorithms.gwcn._transfer import bernoulli_variance
+from algorithms.gwcn._transfer import density_term
+from algorithms.gwcn._transfer import fit_power_law
+from algorithms.gwcn._transfer import limit_shift
+from algorithms.gwcn._transfer import rms
+from algorithms.gwcn._transfer import size_term
+from algorithms.gwcn._transfer import transfer_bound
+from algorithms.gwcn._transfer import transfer_error
+
+_N = 8  # nodes of the registry examples
+_E = _N * (_N - 1)  # padded edge slots: every ordered pair
+
+
+def _example_adjacency(key):
+  """A random symmetric 0/1 graph on 8 nodes that always contains the ring."""
+  u = jax.random.uniform(key, (_N, _N))
+  ring = jnp.roll(jnp.eye(_N), 1, axis=1)
+  rand = jnp.triu(u < 0.3, k=1).astype(jnp.float32)
+  a = jnp.clip(rand + rand.T + ring + ring.T, 0.0, 1.0)
+  return a * (1.0 - jnp.eye(_N))
+
+
+def _example_edges(key):
+  return edges_from_adjacency(_example_adjacency(key), _E)
+
+
+def _bad_edges():
+  s, r, w = _example_edges(jax.random.key(0))
+  return s.at[0].set(_N + 3), r, w  # an index out of range
+
+
+def _self_loop_edges():
+  s, r, w = _example_edges(jax.random.key(0))
+  return s, s, w  # every live edge becomes a loop
+
+
+def _limit_args(key):
+  k1, k2 = jax.random.split(key)
+  return (jax.random.uniform(k1, (6, 6)), jax.random.uniform(k2, (4, 6)))
+
+
+EXAMPLES = (
+    Example("gwcn_shift", lambda s, r, w: gwcn_shift(s, r, w, _N), _example_edges,
+            bad_args=_bad_edges()),
+    Example("normalized_shift", lambda s, r, w: normalized_shift(s, r, w, _N), _example_edges,
+            bad_args=_self_loop_edges()),
+    Example("gwcn_shift_dense", lambda a: gwcn_shift_dense(a, 0.5),
+            lambda k: (_example_adjacency(k),),
+            bad_args=(jnp.zeros((_N, _N)),)),  # empty graph
+    Example("normalized_shift_dense", normalized_shift_dense,
+            lambda k: (_example_adjacency(k),),
+            bad_args=(-_example_adjacency(jax.random.key(0)),)),  # negative weights
+    Example("sample_adjacency", lambda k, p: sample_adjacency(k, p, 0.5),
+            lambda k: (k, jax.random.uniform(jax.random.fold_in(k, 1), (_N, _N))),
+            bad_args=(jax.random.key(0), jnp.full((_N, _N), 1.5))),
+    Example("degree_ordered_subgraph",
+            lambda s, r, w: degree_ordered_subgraph(s, r, w, _N, 5), _example_edges,
+            bad_args=_bad_edges()),
+    Example("transfer_error", transfer_error,
+            lambda k: (jax.random.normal(k, (_N, 3)), 1.0 + jax.random.uniform(
+                jax.random.fold_in(k, 1), (_N, 3))),
+            bad_args=(jnp.ones((_N, 3)), jnp.ones((_N, 2)))),
+    Example("limit_shift", lambda a, b: limit_shift(a, b, normalized=True), _limit_args,
+            bad_args=(jnp.ones((6, 5)), jnp.ones((4, 6)))),
+)
+
+__all__ = [
+    "EXAMPLES", "SCHEDULES", "SparseOperator", "adjacency_from_edges", "bernoulli_variance",
+    "bfs_order", "degree_order", "degree_ordered_subgraph", "density_term", "edge_density",
+    "edge_density_dense", "edges_from_adjacency", "fit_density_curves", "fit_power_law",
+    "gwcn_shift", "gwcn_shift_dense", "induced_subgraph", "limit_shift", "normalized_shift",
+    "normalized_shift_dense", "operator_norm", "propagate", "random_order", "rms",
+    "sample_adjacency", "size_term", "sparsity", "stretched_sample", "transfer_bound",
+    "transfer_error", "validate_adjacency", "validate_edges",
+]

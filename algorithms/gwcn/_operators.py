@@ -1,0 +1,209 @@
+"""Graph shift operators of GWCN and of the normalised GCN, sparse and dense, with validation.
+
+Notation (GWCN paper and its lineage): a graph ``G_n`` on ``n`` nodes with
+adjacency ``A`` (symmetric, zero diagonal, non-negative weights) and edge density
+``rho``. Two shift operators act on node signals ``x`` (``n x F``):
+
+* **GWCN (stretched) shift**: ``S_n = A / (n rho)``. As an integral operator on
+  ``L^2[0,1]`` acting on step functions this is the graph's canonical graphon
+  ``W_G`` stretched by ``1 / rho`` in its range: ``W_G / rho``. When ``G_n`` is
+  sampled from ``rho_n W`` the classical limit ``A / n -> 0`` vanishes, while
+  ``A / (n rho_n) -> T_W``: a non-trivial limit at every sparsity level. With
+  ``rho`` unknown (real graphs) the empirical density
+  ``rho_hat = sum_ij A_ij / (n (n - 1))`` is used and the limit is the unit-mass
+  graphon ``W / ||W||_1`` (the normalisation of the stretched canonical graphon
+  of Borgs, Chayes, Cohn & Holden). This range-stretching is our reading of the
+  abstract's "stretching"; the domain-stretched graphex of BCCH is equivalent up
+  to this normalisation of the measure.
+* **Normalised GCN shift** (c-GCN, Kipf & Welling):
+  ``S_n = D~^{-1/2} (A + I) D~^{-1/2}`` with ``D~ = diag(A 1) + I``. Its dense
+  limit is ``W(x, y) / sqrt(d(x) d(y))`` with ``d(x) = int W(x, y) dy``; the
+  added identity and the random degrees bias it when ``n rho_n`` stays bounded.
+
+Sparse operators are padded edge lists (:class:`models.gcn.SparseOperator`), the
+padding being edges of weight 0. Validation (``ValueError``) rejects: indices
+out of range, negative or non-finite weights, self-loops and duplicated edges
+among the non-padding edges (both change the operator: a loop adds to the
+diagonal, a duplicate doubles an entry under ``segment_sum``), and a graph with
+no edge (its density is 0, so the stretched shift is undefined). Value checks
+run on concrete arrays only (see ``algorithms._common``).
+
+References:
+  Kipf & Welling, ICLR 2017; Ruiz, Chamon & Ribeiro, NeurIPS 2020;
+  Borgs, Chayes, Cohn & Holden, "Sparse exchangeable graphs and their limits via
+  graphon processes", JMLR 2018; Jian, Ji & Tay, arXiv 2309.05260.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from algorithms import _common
+from models.gcn import SparseOperator
+from models.gcn import propagate
+
+__all__ = [
+    "SparseOperator", "propagate", "validate_edges", "validate_adjacency",
+    "edge_density", "edge_density_dense", "gwcn_shift", "gwcn_shift_dense",
+    "normalized_shift", "normalized_shift_dense", "edges_from_adjacency",
+    "adjacency_from_edges", "operator_norm",
+]
+
+
+def validate_edges(senders_E, receivers_E, weights_E, num_nodes: int) -> None:
+  """Raises ``ValueError`` unless the padded edge list is a valid simple weighted graph."""
+  for name, a in (("senders_E", senders_E), ("receivers_E", receivers_E),
+                  ("weights_E", weights_E)):
+    _common.check_ndim(name, a, 1)
+  if not (np.shape(senders_E) == np.shape(receivers_E) == np.shape(weights_E)):
+    raise ValueError(f"senders, receivers and weights must share one length, got "
+                     f"{np.shape(senders_E)}, {np.shape(receivers_E)}, {np.shape(weights_E)}")
+  for name, a in (("senders_E", senders_E), ("receivers_E", receivers_E)):
+    if not jnp.issubdtype(jnp.asarray(a).dtype, jnp.integer):
+      raise ValueError(f"{name} must be integer, got {jnp.asarray(a).dtype}")
+  if not jnp.issubdtype(jnp.asarray(weights_E).dtype, jnp.floating):
+    raise ValueError(f"weights_E must be floating, got {jnp.asarray(weights_E).dtype}")
+  if _common.is_concrete(num_nodes) and int(num_nodes) < 1:
+    raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
+  if not all(_common.is_concrete(a) for a in (senders_E, receivers_E, weights_E, num_nodes)):
+    return
+  s, r, w = np.asarray(senders_E), np.asarray(receivers_E), np.asarray(weights_E)
+  n = int(num_nodes)
+  _common.check_in_range("weights_E", w, lo=0.0)
+  bad = (s < 0) | (s >= n) | (r < 0) | (r >= n)
+  if bad.any():
+    raise ValueError(f"edge indices must lie in [0, {n}), got {int(bad.sum())} edges out of "
+                     f"range (min {min(s.min(), r.min())}, max {max(s.max(), r.max())})")
+  live = w > 0
+  if not live.any():
+    raise ValueError("the graph has no edge of positive weight (empty graph): its density "
+                     "is 0 and the stretched shift A / (n rho) is undefined")
+  if (s[live] == r[live]).any():
+    raise ValueError(f"self-loops are not allowed (they change the operator's diagonal), got "
+                     f"{int((s[live] == r[live]).sum())}; the normalised shift adds I itself")
+  key = s[live].astype(np.int64) * n + r[live].astype(np.int64)
+  if np.unique(key).size != key.size:
+    raise ValueError(f"duplicate edges are not allowed (segment_sum would add them), got "
+                     f"{key.size - np.unique(key).size} duplicates")
+
+
+def validate_adjacency(adj_NxN) -> None:
+  """Raises ``ValueError`` unless ``adj_NxN`` is square, finite, >= 0, loop-free, non-empty."""
+  _common.check_ndim("adj_NxN", adj_NxN, 2)
+  if np.shape(adj_NxN)[0] != np.shape(adj_NxN)[1]:
+    raise ValueError(f"adj_NxN must be square, got shape {np.shape(adj_NxN)}")
+  if not _common.is_concrete(adj_NxN):
+    return
+  a = np.asarray(adj_NxN)
+  _common.check_in_range("adj_NxN", a, lo=0.0)
+  if np.any(np.diag(a) != 0):
+    raise ValueError(f"adj_NxN must have a zero diagonal (no self-loops), got "
+                     f"{int(np.count_nonzero(np.diag(a)))} loops")
+  if not np.any(a > 0):
+    raise ValueError("adj_NxN has no edge (empty graph): its density is 0")
+
+
+def edge_density(weights_E: jax.Array, num_nodes) -> jax.Array:
+  """Empirical density ``rho_hat = sum_e w_e / (n (n - 1))`` (edges listed both ways)."""
+  n = jnp.asarray(num_nodes, jnp.float32)
+  return jnp.sum(weights_E) / (n * (n - 1.0))
+
+
+def edge_density_dense(adj_NxN: jax.Array) -> jax.Array:
+  """Empirical density ``sum_ij A_ij / (n (n - 1))`` of a dense adjacency."""
+  n = adj_NxN.shape[0]
+  return jnp.sum(adj_NxN) / (n * (n - 1.0))
+
+
+def gwcn_shift(senders_E, receivers_E, weights_E, num_nodes, density=None) -> SparseOperator:
+  """The GWCN (stretched) shift ``S = A / (n rho)`` as a padded edge list.
+
+  Args:
+    senders_E, receivers_E: int [E] endpoints (both directions of each edge).
+    weights_E: float [E] edge weights ``A_ij >= 0``; padding edges weigh 0.
+    num_nodes: ``n``, the number of nodes that count (an int, or a traced scalar
+      when a padded graph holds fewer real nodes than its static size).
+    density: ``rho`` (the sparsity schedule's value), or ``None`` for the
+      empirical density, in which case ``S = (n - 1) A / sum_ij A_ij``.
+
+  Returns:
+    A :class:`SparseOperator` with weights ``A_ij / (n rho)``.
+  """
+  validate_edges(senders_E, receivers_E, weights_E, num_nodes)
+  if density is not None:
+    _common.check_in_range("density", density, lo=0.0, hi=1.0, lo_open=True)
+  n = jnp.asarray(num_nodes, jnp.float32)
+  rho = edge_density(weights_E, num_nodes) if density is None else jnp.asarray(density)
+  return SparseOperator(senders_E, receivers_E, weights_E / (n * rho))
+
+
+def gwcn_shift_dense(adj_NxN: jax.Array, density=None) -> jax.Array:
+  """Dense ``A / (n rho)``; ``density=None`` uses the empirical density."""
+  validate_adjacency(adj_NxN)
+  if density is not None:
+    _common.check_in_range("density", density, lo=0.0, hi=1.0, lo_open=True)
+  n = adj_NxN.shape[0]
+  rho = edge_density_dense(adj_NxN) if density is None else jnp.asarray(density)
+  return adj_NxN / (n * rho)
+
+
+def normalized_shift(senders_E, receivers_E, weights_E, num_nodes: int) -> SparseOperator:
+  """``D~^{-1/2} (A + I) D~^{-1/2}`` as an edge list of ``E + n`` entries (loops appended).
+
+  ``num_nodes`` must be a static int here: one loop per node is appended.
+  """
+  validate_edges(senders_E, receivers_E, weights_E, num_nodes)
+  n = int(num_nodes)
+  deg_N = jax.ops.segment_sum(weights_E, receivers_E, num_segments=n) + 1.0
+  inv_sqrt_N = jax.lax.rsqrt(deg_N)
+  w = weights_E * inv_sqrt_N[senders_E] * inv_sqrt_N[receivers_E]
+  loops = jnp.arange(n, dtype=jnp.asarray(senders_E).dtype)
+  return SparseOperator(jnp.concatenate([senders_E, loops]),
+                        jnp.concatenate([receivers_E, loops]),
+                        jnp.concatenate([w, 1.0 / deg_N]))
+
+
+def normalized_shift_dense(adj_NxN: jax.Array) -> jax.Array:
+  """Dense ``D~^{-1/2} (A + I) D~^{-1/2}``."""
+  validate_adjacency(adj_NxN)
+  a = adj_NxN + jnp.eye(adj_NxN.shape[0], dtype=adj_NxN.dtype)
+  inv_sqrt_N = jax.lax.rsqrt(jnp.sum(a, axis=1))
+  return a * inv_sqrt_N[:, None] * inv_sqrt_N[None, :]
+
+
+def edges_from_adjacency(adj_NxN: jax.Array, max_edges: int):
+  """Padded edge list of the nonzeros of ``adj_NxN`` (jit-able: static ``max_edges``).
+
+  Returns ``(senders_E, receivers_E, weights_E)`` with ``E = max_edges``; entries
+  beyond the number of nonzeros are padding (indices 0, weight 0). Raises if a
+  concrete adjacency has more nonzeros than ``max_edges``.
+  """
+  _common.check_ndim("adj_NxN", adj_NxN, 2)
+  if _common.is_concrete(adj_NxN):
+    nnz = int(np.count_nonzero(np.asarray(adj_NxN)))
+    if nnz > max_edges:
+      raise ValueError(f"adjacency has {nnz} nonzeros, more than max_edges={max_edges}")
+  r, s = jnp.nonzero(adj_NxN, size=max_edges, fill_value=0)
+  w = adj_NxN[r, s]
+  valid = jnp.arange(max_edges) < jnp.count_nonzero(adj_NxN)
+  return s.astype(jnp.int32), r.astype(jnp.int32), jnp.where(valid, w, 0.0)
+
+
+def adjacency_from_edges(senders_E, receivers_E, weights_E, num_nodes: int) -> jax.Array:
+  """Dense ``N x N`` matrix with ``M[receiver, sender] += weight`` (padding adds 0)."""
+  m = jnp.zeros((num_nodes, num_nodes), jnp.asarray(weights_E).dtype)
+  return m.at[receivers_E, senders_E].add(weights_E)
+
+
+def operator_norm(shift, num_nodes: int, num_iters: int = 100) -> jax.Array:
+  """Spectral norm of a symmetric shift by power iteration on ``S^2`` (sparse or dense)."""
+  x = jnp.ones((num_nodes, 1), jnp.float32) + 0.01 * jnp.arange(num_nodes)[:, None] / num_nodes
+
+  def body(_, v):
+    v = propagate(shift, propagate(shift, v))
+    return v / (jnp.linalg.norm(v) + 1e-30)
+
+  v = jax.lax.fori_loop(0, num_iters, body, x / jnp.linalg.norm(x))
+  return jnp.linalg.norm(propagate(shift, v))
