@@ -1,0 +1,208 @@
+"""Data of the ROCP experiments: a real medical diagnosis task and the static hazard-decision benchmark.
+
+* :func:`load_breast_cancer`: the Wisconsin diagnostic breast cancer set (569
+  patients, 30 features) that ships inside scikit-learn, or the same CSV from a
+  folder. Labels: 0 = benign (mild), 1 = malignant (severe).
+* :func:`medical_task`: trains :class:`models.mlp_classifier.MLPClassifier` on a
+  training split and returns p(y|x) on the held-out pool that the experiments
+  split into calibration and test sets.
+* :func:`hazard_benchmark`: three binary hazards (pedestrian, vehicle, debris;
+  8 label states y = h0 + 2 h1 + 4 h2) drawn with a latent "busy scene"
+  variable, a probabilistic detector that sees one noisy Gaussian score per
+  hazard, the exact Bayes posterior, and the detector's reported probabilities
+  (the posterior sharpened by a temperature, an over-confident detector).
+* Loss matrices (actions x labels), mild and severe, and critical-mistake masks.
+
+The paper's experiments use a COVID chest-image task and a driving-scene hazard
+benchmark; neither is reachable offline, so these are our stand-ins (see the
+experiment README).
+
+References:
+  Wolberg, Street & Mangasarian, "Breast Cancer Wisconsin (Diagnostic)", UCI (1995);
+  Wang & Dobriban (ICML 2026), Section 6.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from models.mlp_classifier import MLPClassifier
+
+MEDICAL_LABELS = ("benign", "malignant")
+MEDICAL_ACTIONS = ("discharge", "follow-up", "treat")
+HAZARDS = ("pedestrian", "vehicle", "debris")
+HAZARD_ACTIONS = ("proceed", "slow", "stop")
+
+
+# --------------------------------------------------------------------------- medical
+
+
+def load_breast_cancer(data_dir: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+  """Features float32 (569, 30) and labels int32 (569,), 1 = malignant.
+
+  Args:
+    data_dir: folder holding ``breast_cancer.csv`` in scikit-learn's format (a
+      header line ``569,30,malignant,benign``, then 30 features and the target,
+      0 = malignant); None reads the copy inside scikit-learn.
+  """
+  if data_dir is None:
+    try:
+      from sklearn import datasets  # pylint: disable=g-import-not-at-top
+    except ImportError as e:
+      raise FileNotFoundError("the breast cancer data ship with scikit-learn: pip install "
+                              "scikit-learn, or pass a folder holding breast_cancer.csv") from e
+    bunch = datasets.load_breast_cancer()
+    x, target = bunch.data, bunch.target
+  else:
+    path = os.path.join(os.path.expanduser(data_dir), "breast_cancer.csv")
+    if not os.path.isfile(path):
+      raise FileNotFoundError(f"{path} not found; copy it from scikit-learn's "
+                              "sklearn/datasets/data/breast_cancer.csv")
+    raw = np.loadtxt(path, delimiter=",", skiprows=1)
+    x, target = raw[:, :-1], raw[:, -1]
+  return x.astype(np.float32), (1 - target).astype(np.int32)
+
+
+class MedicalTask(NamedTuple):
+  probs_NxY: np.ndarray  # classifier p(y|x) on the held-out pool, float32 (N, 2)
+  labels_N: np.ndarray  # int32 (N,), 1 = malignant
+  train_accuracy: float
+  pool_accuracy: float
+
+
+def fit_classifier(key: jax.Array, x_NxD: jax.Array, y_N: jax.Array, *, num_classes: int,
+                   hidden: tuple[int, ...] = (32,), steps: int = 400, learning_rate: float = 1e-2,
+                   weight_decay: float = 1e-2):
+  """Full-batch AdamW on the cross-entropy of an MLP; returns (model, params)."""
+  model = MLPClassifier(hidden=tuple(hidden), num_classes=num_classes)
+  params = model.init(key, x_NxD[:1])
+  opt = optax.adamw(learning_rate, weight_decay=weight_decay)
+
+  def loss_fn(p):
+    logits = model.apply(p, x_NxD)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y_N).mean()
+
+  def step(carry, _):
+    p, s = carry
+    loss, g = jax.value_and_grad(loss_fn)(p)
+    upd, s = opt.update(g, s, p)
+    return (optax.apply_updates(p, upd), s), loss
+
+  (params, _), losses = jax.jit(lambda p: jax.lax.scan(step, (p, opt.init(p)), None, length=steps)
+                                )(params)
+  if not np.isfinite(np.asarray(losses[-1])):
+    raise FloatingPointError(f"classifier training diverged (final loss {losses[-1]})")
+  return model, params
+
+
+def medical_task(key: jax.Array, n_train: int = 200, data_dir: str | None = None,
+                 hidden: tuple[int, ...] = (32,), steps: int = 400) -> MedicalTask:
+  """Trains the classifier on ``n_train`` random patients; p(y|x) on the remaining pool."""
+  x, y = load_breast_cancer(data_dir)
+  if not 10 <= n_train <= len(y) - 50:
+    raise ValueError(f"n_train must be in [10, {len(y) - 50}], got {n_train}")
+  k_split, k_init = jax.random.split(key)
+  perm = np.asarray(jax.random.permutation(k_split, len(y)))
+  tr, pool = perm[:n_train], perm[n_train:]
+  mean, std = x[tr].mean(0), x[tr].std(0) + 1e-6
+  xs = (x - mean) / std
+  model, params = fit_classifier(k_init, jnp.asarray(xs[tr]), jnp.asarray(y[tr]), num_classes=2,
+                                 hidden=hidden, steps=steps)
+  probs = np.asarray(jax.nn.softmax(model.apply(params, jnp.asarray(xs)), axis=-1), np.float32)
+  probs = probs / probs.sum(1, keepdims=True)
+  acc = lambda idx: float((probs[idx].argmax(1) == y[idx]).mean())
+  return MedicalTask(probs[pool], y[pool], acc(tr), acc(pool))
+
+
+def medical_losses() -> dict[str, np.ndarray]:
+  """Loss (actions discharge/follow-up/treat x labels benign/malignant), mild and severe.
+
+  Missing a malignant tumour (discharge) costs 5 (mild) or 50 (severe); a
+  follow-up costs 1 on a benign and 2 / 4 on a malignant case (delay);
+  treating a benign case costs 3 (over-treatment), a malignant one 0.5.
+  """
+  mild = np.array([[0.0, 5.0], [1.0, 2.0], [3.0, 0.5]], np.float32)
+  severe = np.array([[0.0, 50.0], [1.0, 4.0], [3.0, 0.5]], np.float32)
+  return {"mild": mild, "severe": severe}
+
+
+def medical_critical() -> np.ndarray:
+  """Critical mistake: discharging a malignant case. bool (3, 2)."""
+  c = np.zeros((3, 2), bool)
+  c[0, 1] = True
+  return c
+
+
+# --------------------------------------------------------------------------- hazards
+
+
+def hazard_states() -> np.ndarray:
+  """The 8 label states as hazard indicators, int (8, 3); y = h0 + 2 h1 + 4 h2."""
+  return np.array([[(y >> j) & 1 for j in range(3)] for y in range(8)], np.int32)
+
+
+class HazardData(NamedTuple):
+  probs_NxY: jax.Array  # detector's reported p(y|x), float32 (N, 8)
+  posterior_NxY: jax.Array  # exact Bayes posterior, float32 (N, 8)
+  labels_N: jax.Array  # int32 (N,)
+
+
+def hazard_benchmark(key: jax.Array, n: int, temperature: float = 0.7,
+                     signal: tuple[float, float, float] = (1.2, 1.0, 0.8)) -> HazardData:
+  """Samples n scenes and the detector's outputs (pure function of ``key``).
+
+  A latent busy-scene flag z ~ Bernoulli(0.3) makes hazards co-occur:
+  P(h_j = 1 | z) = (0.05, 0.10, 0.05) if z = 0 and (0.40, 0.50, 0.30) if z = 1.
+  The detector sees s_j = mu_j (2 h_j - 1) + N(0, 1); the posterior over the 8
+  states is exact, and the detector reports softmax(log posterior / temperature).
+  """
+  if n < 1:
+    raise ValueError(f"n must be >= 1, got {n}")
+  if not temperature > 0:
+    raise ValueError(f"temperature must be > 0, got {temperature}")
+  states = jnp.asarray(hazard_states(), jnp.float32)  # (8, 3)
+  pz = jnp.array([0.7, 0.3])
+  ph = jnp.array([[0.05, 0.10, 0.05], [0.40, 0.50, 0.30]])  # (z, j)
+  prior_zY = jnp.prod(jnp.where(states[None] > 0, ph[:, None], 1 - ph[:, None]), -1)  # (2, 8)
+  prior_Y = pz @ prior_zY
+  k_y, k_s = jax.random.split(key)
+  labels = jax.random.categorical(k_y, jnp.log(prior_Y), shape=(n,))
+  mu = jnp.asarray(signal, jnp.float32)
+  means_YxJ = mu * (2 * states - 1)
+  scores = means_YxJ[labels] + jax.random.normal(k_s, (n, 3))
+  loglik = -0.5 * ((scores[:, None, :] - means_YxJ[None]) ** 2).sum(-1)
+  logpost = jnp.log(prior_Y)[None] + loglik
+  post = jax.nn.softmax(logpost, axis=-1)
+  probs = jax.nn.softmax(logpost / temperature, axis=-1)
+  return HazardData(probs, post, labels.astype(jnp.int32))
+
+
+def hazard_losses() -> dict[str, np.ndarray]:
+  """Loss (actions proceed/slow/stop x 8 states), mild (collision 6) and severe (collision 40).
+
+  With severity sev(y) = max_j s_j h_j, s = (1.0, 0.6, 0.3) for (pedestrian,
+  vehicle, debris): proceed costs c * sev(y), slowing costs 1 + 0.15 c sev(y),
+  stopping costs 2.5 whatever the scene.
+  """
+  sev = (hazard_states() * np.array([1.0, 0.6, 0.3])).max(1)
+  out = {}
+  for name, c in (("mild", 6.0), ("severe", 40.0)):
+    out[name] = np.stack([c * sev, 1.0 + 0.15 * c * sev, np.full(8, 2.5)]).astype(np.float32)
+  return out
+
+
+def hazard_critical() -> np.ndarray:
+  """Critical mistake: proceeding into any hazard (a collision). bool (3, 8)."""
+  c = np.zeros((3, 8), bool)
+  c[0, 1:] = True
+  return c
+
+
+del itertools

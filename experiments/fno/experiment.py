@@ -1,0 +1,162 @@
+"""The FNO reproduction: train the FNO on Burgers 1D and Darcy 2D, report relative L2 test error.
+
+Each entry of ``config.runs`` is one training run (one PDE at one resolution),
+trained with :func:`experiments.train.fit` in ``<workdir>/<run>/`` (so each run
+checkpoints and resumes on its own), then evaluated on the held-out pairs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from absl import logging
+import jax
+import jax.numpy as jnp
+import matplotlib
+import ml_collections
+import numpy as np
+import optax
+
+from data import pde
+from experiments import results
+from experiments import sharding
+from experiments import train
+from models import fno
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend)
+
+
+def relative_l2(pred_BxG: jax.Array, true_BxG: jax.Array) -> jax.Array:
+  """Per-example ||pred - true||_2 / ||true||_2 over all grid axes; shape (B,)."""
+  axes = tuple(range(1, true_BxG.ndim))
+  num = jnp.sqrt(jnp.sum((pred_BxG - true_BxG) ** 2, axis=axes))
+  return num / jnp.sqrt(jnp.sum(true_BxG**2, axis=axes))
+
+
+class Normalizer:
+  """Pointwise Gaussian normaliser fitted on the training set (the original's UnitGaussianNormalizer)."""
+
+  def __init__(self, x_NxG: np.ndarray, enabled: bool, eps: float = 1e-5):
+    self.mean = x_NxG.mean(0) if enabled else np.zeros(x_NxG.shape[1:], np.float32)
+    self.std = x_NxG.std(0) + eps if enabled else np.ones(x_NxG.shape[1:], np.float32)
+
+  def encode(self, x):
+    return (x - self.mean) / self.std
+
+  def decode(self, x):
+    return x * self.std + self.mean
+
+
+def make_model(rc: ml_collections.ConfigDict) -> fno.FNO:
+  return fno.FNO(modes=tuple(rc.modes), width=rc.width, padding=rc.padding)
+
+
+def load_data(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict) -> pde.Split:
+  return pde.load(rc.pde, resolution=rc.resolution, solver_resolution=rc.solver_resolution,
+                  n_train=rc.n_train, n_test=rc.n_test, seed=config.data_seed,
+                  num_steps=rc.num_steps_solver, data_dir=config.data_dir or None,
+                  generate=config.generate_data)
+
+
+def train_run(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict, workdir: str,
+              mesh: jax.sharding.Mesh, data: pde.Split, stop_after: int | None = None):
+  """Trains one FNO; returns (final params, model, input normaliser, output normaliser)."""
+  model = make_model(rc)
+  xn = Normalizer(data.x_train, rc.normalize)
+  yn = Normalizer(data.y_train, rc.normalize)
+  y_mean, y_std = jnp.asarray(yn.mean), jnp.asarray(yn.std)
+  steps_per_epoch = rc.n_train // rc.batch_size
+  num_steps = rc.epochs * steps_per_epoch
+  schedule = optax.exponential_decay(rc.learning_rate, rc.decay_every_epochs * steps_per_epoch,
+                                     0.5, staircase=True)
+  optimizer = optax.chain(optax.add_decayed_weights(rc.weight_decay), optax.scale_by_adam(),
+                          optax.scale_by_learning_rate(schedule))
+
+  def loss_fn(params, batch, key):
+    del key  # the FNO is deterministic
+    x, y = batch
+    pred = model.apply(params, x) * y_std + y_mean
+    return jnp.mean(relative_l2(pred, y)), {}
+
+  x_train = xn.encode(data.x_train).astype(np.float32)
+  state = train.fit(
+      workdir=workdir, mesh=mesh, init_params=lambda k: model.init(k, x_train[:1]),
+      loss_fn=loss_fn, optimizer=optimizer, train_arrays=(x_train, data.y_train),
+      batch_size=rc.batch_size, num_steps=num_steps, seed=config.seed,
+      log_every=config.log_every, checkpoint_every=config.checkpoint_every,
+      stop_after=stop_after)
+  return state.params, model, xn, yn
+
+
+def test_errors(params: Any, model: fno.FNO, xn: Normalizer, yn: Normalizer, data: pde.Split,
+                mesh: jax.sharding.Mesh, batch_size: int) -> np.ndarray:
+  y_mean, y_std = jnp.asarray(yn.mean), jnp.asarray(yn.std)
+
+  def per_example(params, batch):
+    x, y = batch
+    return relative_l2(model.apply(params, x) * y_std + y_mean, y)
+
+  x_test = xn.encode(data.x_test).astype(np.float32)
+  return train.evaluate(per_example, params, (x_test, data.y_test), mesh, batch_size)
+
+
+def _plot(path: str, name: str, rc, data: pde.Split, pred: np.ndarray, err: float,
+          curve: list[dict]) -> None:
+  if rc.pde == "burgers":
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    x = np.arange(rc.resolution) / rc.resolution
+    axes[0].plot(x, data.x_test[0], label="u(x, 0) (input)", alpha=0.6)
+    axes[0].plot(x, data.y_test[0], label="u(x, 1) (truth)")
+    axes[0].plot(x, pred, "--", label="FNO")
+    axes[0].set_xlabel("x")
+    axes[0].legend(fontsize=8)
+  else:
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.5))
+    for ax, img, title in zip(axes[:3], (data.x_test[0], data.y_test[0], pred),
+                              ("coefficient a", "solution u", "FNO")):
+      im = ax.imshow(img, origin="lower")
+      ax.set_title(title)
+      fig.colorbar(im, ax=ax, fraction=0.046)
+  steps = [r["step"] for r in curve]
+  axes[-1].semilogy(steps, [r["loss"] for r in curve])
+  axes[-1].set_xlabel("step")
+  axes[-1].set_ylabel("train relative L2")
+  fig.suptitle(f"FNO {name}: s={rc.resolution}, n_train={rc.n_train}, test rel. L2 = {err:.4f} "
+               f"(paper {rc.paper_rel_l2:.4f}, {rc.paper_setting})", fontsize=9)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
+  mesh = sharding.make_mesh(config.mesh.to_dict())
+  for name, rc in config.runs.items():  # validate everything before any work
+    sharding.check_batch_size(rc.batch_size, mesh)
+    if rc.n_train < rc.batch_size:
+      raise ValueError(f"runs.{name}: n_train={rc.n_train} is below batch_size={rc.batch_size}")
+  metrics, claims = {}, []
+  for name, rc in config.runs.items():
+    data = load_data(config, rc)
+    run_dir = os.path.join(workdir, name)
+    params, model, xn, yn = train_run(config, rc, run_dir, mesh, data)
+    errs = test_errors(params, model, xn, yn, data, mesh, rc.batch_size)
+    err = float(errs.mean())
+    se = float(errs.std(ddof=1) / np.sqrt(errs.size))
+    metrics[f"{name}_rel_l2"] = err
+    metrics[f"{name}_rel_l2_se"] = se
+    metrics[f"{name}_paper_rel_l2"] = rc.paper_rel_l2
+    logging.info("%s: test relative L2 %.4f +- %.4f (paper %.4f)", name, err, se, rc.paper_rel_l2)
+    if jax.process_index() == 0:
+      pred = np.asarray(model.apply(params, xn.encode(data.x_test[:1]))[0]) * yn.std + yn.mean
+      curve = [r for r in train.metrics_lib.MetricWriter(run_dir).read() if "loss" in r]
+      _plot(os.path.join(workdir, f"fno_{name}.png"), name, rc, data, pred, err, curve)
+    claims.append(results.Claim(
+        id=f"{name}_rel_l2",
+        statement=f"FNO relative L2 test error on {rc.pde} ({rc.paper_setting})",
+        paper=f"{rc.paper_rel_l2:.4f}",
+        ours=(f"{err:.4f} +- {se:.4f} (s={rc.resolution}, {rc.n_train} train, "
+              f"{rc.epochs} epochs)"),
+        holds=err <= config.tolerance * rc.paper_rel_l2))
+  return results.Outcome(metrics=metrics, claims=claims)

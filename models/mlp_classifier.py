@@ -1,0 +1,29 @@
+"""A small multilayer perceptron classifier (Flax Linen) giving logits of p(y|x)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import flax.linen as nn
+import jax
+
+
+class MLPClassifier(nn.Module):
+  """Dense -> activation blocks, then a linear layer to ``num_classes`` logits.
+
+  ``model.apply(params, x_BxD)`` returns logits of shape (B, num_classes);
+  ``jax.nn.softmax`` of them is the classifier's p(y|x).
+  """
+
+  hidden: Sequence[int] = (32,)  # widths of the hidden layers
+  num_classes: int = 2  # number of labels Y
+  dropout: float = 0.0  # dropout rate between hidden layers (0: none)
+
+  @nn.compact
+  def __call__(self, x_BxD: jax.Array, train: bool = False) -> jax.Array:
+    h = x_BxD
+    for width in self.hidden:
+      h = nn.gelu(nn.Dense(width)(h))
+      if self.dropout > 0:
+        h = nn.Dropout(self.dropout, deterministic=not train)(h)
+    return nn.Dense(self.num_classes)(h)

@@ -1,0 +1,241 @@
+"""Tests of algorithms.gwcn, models.gcn and data.gwcn against independent references."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.sparse
+
+from algorithms import gwcn
+from data import gwcn as gwcn_data
+from models import gcn
+
+nx = pytest.importorskip("networkx")
+
+
+# ----------------------------------------------------------------- 1. golden spectrum
+
+def _top_eigs(shift, k):
+  ev = np.linalg.eigvalsh(np.asarray(shift, np.float64))
+  return np.sort(ev[np.argsort(-np.abs(ev))][:k])[::-1]
+
+
+@pytest.mark.parametrize("schedule,scale", [("const", 1.0), ("n^-1/2", 4.0)])
+def test_stretched_spectrum_converges_to_graphon(schedule, scale):
+  """Eigenvalues of A/(n rho) -> e^{-a} i_l(a) (Funk-Hecke), dense and sparse."""
+  g = gwcn_data.sphere_gaussian(1.0)
+  k = 4  # lambda_0 and the triple lambda_1
+  true = g.eigenvalues(k)
+  sizes = (64, 128, 256, 512)
+  errs = []
+  for n in sizes:
+    rho = gwcn.sparsity(n, schedule, scale)
+    e = []
+    for key in jax.random.split(jax.random.key(0), 4):
+      k1, k2 = jax.random.split(key)
+      u = g.sample_latents(k1, n)
+      _, s = gwcn.stretched_sample(k2, g.kernel(u, u), rho)
+      e.append(np.max(np.abs(_top_eigs(s, k) - true)))
+    errs.append(float(np.mean(e)))
+  rate, _ = gwcn.fit_power_law(sizes, errs)
+  print(f"\n[gwcn golden] schedule={schedule} rho(512)={gwcn.sparsity(512, schedule, scale):.3f} "
+        f"max|eig err| by n {dict(zip(sizes, np.round(errs, 4)))}  fitted rate n^-{rate:.2f}")
+  assert errs[-1] < 0.5 * errs[0]
+  assert rate > 0.25
+  # the classical (unstretched) operator A/n loses the spectrum when sparse
+  if schedule != "const":
+    assert abs(_top_eigs(s * rho, 1)[0] - true[0]) > 0.5 * true[0]
+
+
+def test_sbm_graphon_spectrum_matches_quadrature():
+  g = gwcn_data.GRAPHONS["sbm"]()
+  x = g.quadrature(600)
+  ev = np.linalg.eigvalsh(np.asarray(g.kernel(x, x), np.float64) / 600)
+  ev = ev[np.argsort(-np.abs(ev))][:3]
+  np.testing.assert_allclose(np.sort(ev), np.sort(g.eigenvalues(3)), atol=2e-3)
+  ct = gwcn_data.core_tail(3.0)
+  x = ct.quadrature(2000)
+  top = np.linalg.eigvalsh(np.asarray(ct.kernel(x, x), np.float64) / 2000)[-1]
+  np.testing.assert_allclose(top, ct.eigenvalues(1)[0], rtol=1e-3)
+
+
+# ----------------------------------------------------------------- 2. sparse == dense, karate
+
+def _random_graph(key, n, p=0.3):
+  u = jax.random.uniform(key, (n, n))
+  up = jnp.triu(u < p, k=1)
+  return (up | up.T).astype(jnp.float32)
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+def test_sparse_layer_equals_dense(normalized):
+  n = 12
+  adj = _random_graph(jax.random.key(1), n)
+  s, r, w = gwcn.edges_from_adjacency(adj, n * n)  # heavy padding
+  if normalized:
+    sp, de = gwcn.normalized_shift(s, r, w, n), gwcn.normalized_shift_dense(adj)
+  else:
+    sp, de = gwcn.gwcn_shift(s, r, w, n), gwcn.gwcn_shift_dense(adj)
+  np.testing.assert_allclose(gwcn.adjacency_from_edges(*sp, n), de, rtol=1e-6, atol=1e-7)
+  model = gcn.GCN(features=(8, 8, 3), num_taps=3)
+  x = jax.random.normal(jax.random.key(2), (n, 5))
+  params = model.init(jax.random.key(3), x, de)
+  np.testing.assert_allclose(jax.jit(model.apply)(params, x, sp), model.apply(params, x, de),
+                             rtol=2e-5, atol=2e-6)
+
+
+def test_karate_hand_computed_propagation():
+  s, r, n = gwcn_data.load_networkx_graph("karate_club")
+  assert n == 34 and s.size == 2 * 78
+  w = np.ones(s.size, np.float32)
+  g = nx.karate_club_graph()
+  # GWCN: (S 1)_i = d_i / (n rho_hat), rho_hat = 2|E| / (n (n-1)); node 0 has degree 16
+  y = gwcn.propagate(gwcn.gwcn_shift(s, r, w, n), jnp.ones((n, 1)))
+  assert y[0, 0] == pytest.approx(16 * 33 / 156, rel=1e-6)
+  np.testing.assert_allclose(y[:, 0], [g.degree(i) * 33 / 156 for i in range(n)], rtol=1e-6)
+  # normalised: (S x)_i = sum_{j in N(i) + i} x_j / sqrt((d_i + 1)(d_j + 1)), by hand
+  x = np.arange(n, dtype=np.float32)[:, None]
+  y = np.asarray(gwcn.propagate(gwcn.normalized_shift(s, r, w, n), jnp.asarray(x)))
+  for i in (0, 11, 33):
+    want = sum(x[j, 0] / np.sqrt((g.degree(i) + 1) * (g.degree(j) + 1))
+               for j in list(g.neighbors(i)) + [i])
+    assert y[i, 0] == pytest.approx(want, rel=1e-5)
+  # node 11 is a leaf attached only to node 0 (degree 16): a literal value
+  assert y[11, 0] == pytest.approx(11 / 2 + 0 / np.sqrt(2 * 17), rel=1e-6)
+
+
+def test_propagate_matches_scipy_sparse():
+  rng = np.random.default_rng(0)
+  a = scipy.sparse.random(300, 300, density=0.02, random_state=1, format="csr")
+  a = ((a + a.T) > 0).astype(np.float32)
+  a.setdiag(0)
+  a.eliminate_zeros()
+  coo = a.tocoo()
+  x = rng.normal(size=(300, 7)).astype(np.float32)
+  op = gcn.SparseOperator(jnp.asarray(coo.col, jnp.int32), jnp.asarray(coo.row, jnp.int32),
+                          jnp.asarray(coo.data, jnp.float32))
+  np.testing.assert_allclose(gwcn.propagate(op, jnp.asarray(x)), a @ x, rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------- subgraphs, bound, limit
+
+def test_degree_ordered_subgraph_is_dense_core():
+  s, r, n = gwcn_data.load_networkx_graph("les_miserables")
+  w = np.ones(s.size, np.float32)
+  g = nx.Graph(list(zip(s.tolist(), r.tolist())))
+  deg = np.array([g.degree(i) for i in range(n)])
+  order = np.argsort(-deg, kind="stable")
+  for m in (10, 40):
+    ss, rr, ww = gwcn.degree_ordered_subgraph(s, r, w, n, m)
+    want = g.subgraph(order[:m].tolist()).number_of_edges()
+    assert float(jnp.sum(ww)) == 2 * want
+    assert int(jnp.max(jnp.where(ww > 0, jnp.maximum(ss, rr), 0))) < m
+  dens = [float(gwcn.edge_density(gwcn.degree_ordered_subgraph(s, r, w, n, m)[2], m))
+          for m in (10, 20, 40, 77)]
+  assert dens == sorted(dens, reverse=True)  # a dense core widening into a sparse tail
+  # BFS order agrees with networkx shortest path lengths from the top-degree node
+  order_bfs = np.asarray(gwcn.bfs_order(s, r, w, n))
+  dist = nx.single_source_shortest_path_length(g, int(np.argmax(deg)))
+  d_sorted = [dist.get(int(i), n + 1) for i in order_bfs]
+  assert d_sorted == sorted(d_sorted)
+
+
+def test_density_curve_fit_recovers_the_form():
+  m = np.array([50, 100, 200, 400, 800])
+  assert gwcn.fit_density_curves(m, 3.0 / m)["best"] == "1/n"
+  assert gwcn.fit_density_curves(m, 0.7 * np.log(m) / m)["best"] == "logn/n"
+  assert gwcn.fit_density_curves(m, 0.01 + 0 * m)["best"] == "const"
+
+
+def test_density_term_bounds_the_sampled_deviation():
+  """||A/(n rho) - P/n|| stays under the matrix-Bernstein density term (w.p. >= 1 - delta)."""
+  g = gwcn_data.sphere_gaussian(1.0)
+  n = 300
+  for rho in (1.0, 0.1, 10.0 / n):
+    u = g.sample_latents(jax.random.key(4), n)
+    p = g.kernel(u, u) * (1 - jnp.eye(n))
+    _, s = gwcn.stretched_sample(jax.random.key(5), p, rho)
+    dev = np.linalg.norm(np.asarray(s - p / n), 2)
+    bound = float(gwcn.density_term(n, rho, gwcn.bernoulli_variance(p, rho)))
+    assert dev < bound, (rho, dev, bound)
+  # the size term: quadrature error of f = 1 over n latents, under the Hoeffding bound
+  d_true = np.exp(-1.0) * np.sinh(1.0)  # int W(x, y) dy on the sphere, s = 1
+  deg = np.asarray(jnp.sum(p, 1)) / n
+  assert np.max(np.abs(deg - d_true)) < float(gwcn.size_term(n, 1.0))
+
+
+def test_limit_network_on_its_own_quadrature_has_zero_transfer_error():
+  g = gwcn_data.sphere_gaussian(1.0)
+  v = g.quadrature(200)
+  kv = g.kernel(v, v)
+  lim = gwcn.limit_shift(kv, kv)  # queries = the quadrature points themselves
+  model = gcn.GCN(features=(6, 2))
+  x = g.features(v)
+  params = model.init(jax.random.key(0), x, kv / 200)
+  out_graph = model.apply(params, x, kv / 200)  # the expected stretched shift on v
+  out_lim = model.apply(params, jnp.concatenate([x, x]), lim)[200:]
+  assert float(gwcn.transfer_error(out_graph, out_lim)) < 1e-5
+  b_size, b_dens = gwcn.transfer_bound([1.0, 2.0], [3.0, 4.0], [1.0, 1.0], [0.5, 0.5], 2.0,
+                                       0.1, 0.2)
+  # by hand: l=0: 3 * (0.1 * 1) * (2 + 2 * 4) = 3; l=1: 4 * 0.1 = 0.4
+  assert float(b_size) == pytest.approx(3.4)
+  assert float(b_dens) == pytest.approx(3 * 0.2 * 0.5 * 10 + 4 * 0.2 * 0.5)
+
+
+# ----------------------------------------------------------------- 4. bad input
+
+def _edges():
+  s = np.array([0, 1, 1, 2], np.int32)
+  r = np.array([1, 0, 2, 1], np.int32)
+  return s, r, np.ones(4, np.float32)
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda s, r, w: (s.at[0].set(7), r, w), "range"),
+    (lambda s, r, w: (s.at[0].set(-1), r, w), "range"),
+    (lambda s, r, w: (s, r, w.at[1].set(-0.5)), ">= 0"),
+    (lambda s, r, w: (s, r, w.at[1].set(jnp.nan)), "finite"),
+    (lambda s, r, w: (s.at[0].set(1), r.at[0].set(1), w), "self-loop"),
+    (lambda s, r, w: (s.at[3].set(0), r.at[3].set(1), w), "duplicate"),
+    (lambda s, r, w: (s, r, jnp.zeros_like(w)), "empty"),
+    (lambda s, r, w: (s.astype(jnp.float32), r, w), "integer"),
+    (lambda s, r, w: (s[:3], r, w), "length"),
+])
+def test_bad_edges_raise(mutate, match):
+  s, r, w = (jnp.asarray(a) for a in _edges())
+  s, r, w = mutate(s, r, w)
+  with pytest.raises(ValueError, match=match):
+    gwcn.gwcn_shift(s, r, w, 3)
+  with pytest.raises(ValueError):
+    gwcn.normalized_shift(s, r, w, 3)
+
+
+def test_padding_edges_are_not_duplicates_or_loops():
+  s, r, w = _edges()
+  s, r, w = (np.concatenate([a, np.zeros(3, a.dtype)]) for a in (s, r, w))
+  op = gwcn.gwcn_shift(s, r, w, 3)  # zero-weight (0, 0) padding is fine
+  assert op.weights_E.shape == (7,)
+
+
+def test_bad_dense_and_other_inputs_raise():
+  a = np.array([[0, 1], [1, 0]], np.float32)
+  with pytest.raises(ValueError, match="diagonal"):
+    gwcn.gwcn_shift_dense(a + np.eye(2, dtype=np.float32))
+  with pytest.raises(ValueError, match="square"):
+    gwcn.normalized_shift_dense(np.ones((2, 3), np.float32))
+  with pytest.raises(ValueError, match="empty"):
+    gwcn.normalized_shift_dense(np.zeros((3, 3), np.float32))
+  with pytest.raises(ValueError, match="density"):
+    gwcn.gwcn_shift_dense(a, 0.0)
+  with pytest.raises(ValueError, match="schedule"):
+    gwcn.sparsity(100, "n^-2")
+  with pytest.raises(ValueError, match="prob_NxN"):
+    gwcn.sample_adjacency(jax.random.key(0), -jnp.ones((3, 3)), 0.5)
+  with pytest.raises(ValueError, match="m must be"):
+    gwcn.induced_subgraph(*_edges(), jnp.arange(3), 5)
+  with pytest.raises(ValueError, match="networkx graph"):
+    gwcn_data.load_networkx_graph("petersen")
+  with pytest.raises(FileNotFoundError):
+    gwcn_data.load_pygsp_graph("minnesota", data_dir="/nonexistent")
+  with pytest.raises(ValueError, match="dense shift"):
+    gcn.GCN((2,)).init(jax.random.key(0), jnp.ones((3, 2)), jnp.ones((4, 4)))
