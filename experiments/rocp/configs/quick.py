@@ -1,0 +1,28 @@
+"""ROCP quick config: both tasks, both loss matrices, 20 splits x 7 alpha levels.
+
+    python -m experiments.rocp.main --config=experiments/rocp/configs/quick.py --workdir=/tmp/rocp
+
+Hardware: 2 CPU cores, about 1-2 minutes (two compilations of the vmapped evaluation).
+Reproduces the paper's Section 6 comparisons (Figures on the medical-diagnosis and
+static hazard-decision tasks) with our offline stand-in data.
+"""
+
+import ml_collections
+
+
+def get_config() -> ml_collections.ConfigDict:
+  c = ml_collections.ConfigDict()
+  c.scale = "quick"  # "quick" or "full"
+  c.seed = 0  # one seed for the classifier, the hazard scenes and the splits
+  c.num_splits = 20  # random calibration/test splits (vmapped)
+  c.alphas = (0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)  # miscoverage levels (vmapped)
+  c.report_alpha = 0.05  # level of the headline comparisons (the paper's critical-mistake plots)
+  c.medical_n_train = 200  # patients used to train the classifier; the rest is split
+  c.medical_hidden = (32,)  # hidden widths of the MLP classifier
+  c.medical_steps = 400  # full-batch AdamW steps
+  c.medical_cal_fraction = 0.5  # share of the held-out pool used for calibration
+  c.hazard_pool = 3000  # scenes in the hazard benchmark pool
+  c.hazard_n_cal = 1000  # calibration scenes per split (the rest are test scenes)
+  c.hazard_temperature = 0.7  # detector over-confidence (< 1 sharpens the posterior)
+  c.data_dir = ""  # folder with breast_cancer.csv; empty: the copy inside scikit-learn
+  return c
