@@ -1,0 +1,1 @@
+"""GWCN experiment: size transfer at every sparsity (synthetic, real graphs, SBM classification)."""

@@ -1,0 +1,443 @@
+"""GWCN experiment: transfer error vs size at every sparsity, real graphs, SBM classification.
+
+Three parts (the authors' public README, reduced in ``quick``):
+
+1. ``synthetic``: an untrained 2-layer GCN (random weights, fixed seed) on graphs
+   sampled from the Gaussian-kernel sphere graphon at five sparsity schedules,
+   compared with the same network on the graphon limit (``N``-point quadrature),
+   read at the graph's latents. GWCN uses the stretched shift ``A / (n rho_n)``
+   (limit ``T_W``); the c-GCN uses ``D~^-1/2 (A + I) D~^-1/2`` (limit: the
+   degree-normalised kernel). Node-level relative L2 error, graph-level (mean
+   readout) error, fitted decay rates, and the bound's size / density parts.
+2. ``real``: subgraphs of a real sparse network grown by degree ordering, BFS and
+   uniform sampling; their edge densities fitted by ``a/m``, ``a log m / m``,
+   ``a``; the readout transfer error to the full graph.
+3. ``classification``: a GWCN trained on an ``m``-node subgraph of an SBM target
+   graph and applied to the target: accuracy, macro-F1, cross-entropy, and the
+   transfer error of the subgraph nodes' logits, over vmapped trials.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+
+from absl import logging
+import jax
+import jax.numpy as jnp
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import ml_collections  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
+from algorithms import gwcn  # noqa: E402
+from data import gwcn as gwcn_data  # noqa: E402
+from experiments.results import Claim  # noqa: E402
+from experiments.results import Outcome  # noqa: E402
+from models import gcn  # noqa: E402
+
+_TAG = {"const": "const", "n^-1/4": "n-0.25", "n^-1/2": "n-0.5", "logn/n": "logn_n", "1/n": "1_n"}
+
+
+# ============================================================== Part 1: synthetic transfer
+
+def _intermediate_inputs(model, params, x, shift):
+  """The limit network's input to each layer, ``[f_0, f_1, ...]``, and its output."""
+  out, state = model.apply(params, x, shift, capture_intermediates=True)
+  inter = state["intermediates"]
+  fs = [x]
+  for i in range(len(model.features) - 1):
+    fs.append(jax.nn.relu(inter[f"layer_{i}"]["__call__"][0]))
+  return fs, out
+
+
+def _synthetic_one(key, rho, *, n, graphon, model, params, quad_V, kernel_VV, delta):
+  """One sampled graph: node/readout errors of GWCN and c-GCN and the bound's parts."""
+  k_lat, k_adj = jax.random.split(key)
+  u = graphon.sample_latents(k_lat, n)
+  p = graphon.kernel(u, u)
+  adj = gwcn.sample_adjacency(k_adj, p, rho)
+  x = graphon.features(u)
+  x_union = jnp.concatenate([graphon.features(quad_V), x], axis=0)
+  kernel_QV = graphon.kernel(u, quad_V)
+  nq = quad_V.shape[0]
+  res = {}
+  for name, shift, lim in (
+      ("gwcn", adj / (n * rho), gwcn.limit_shift(kernel_VV, kernel_QV)),
+      ("cgcn", gwcn.normalized_shift_dense(adj), gwcn.limit_shift(kernel_VV, kernel_QV, True))):
+    out_g = model.apply(params, x, shift)
+    fs, out_l_union = _intermediate_inputs(model, params, x_union, lim)
+    out_l = out_l_union[nq:]
+    res[f"{name}_err"] = gwcn.transfer_error(out_g, out_l)
+    res[f"{name}_readout_err"] = (jnp.linalg.norm(out_g.mean(0) - out_l.mean(0)) /
+                                  jnp.linalg.norm(out_l.mean(0)))
+    if name == "gwcn":
+      weights = gcn.layer_weights(params)
+      h0 = jnp.stack([jnp.linalg.norm(w[0], 2) for w in weights])
+      h1 = jnp.stack([jnp.linalg.norm(w[1], 2) for w in weights])
+      f_sup = jnp.stack([jnp.sqrt(jnp.sum(jnp.max(jnp.abs(f), axis=0) ** 2)) for f in fs])
+      f_rms = jnp.stack([gwcn.rms(f[nq:]) for f in fs])
+      s_norm = gwcn.operator_norm(shift, n, 60)
+      size_c = gwcn.size_term(n, graphon.w_max, delta, max(model.features))
+      dens_c = gwcn.density_term(n, rho, gwcn.bernoulli_variance(p, rho), delta)
+      b_size, b_dens = gwcn.transfer_bound(h0, h1, f_sup, f_rms, s_norm, size_c, dens_c)
+      scale = gwcn.rms(out_l)
+      res["bound_size"] = b_size / scale
+      res["bound_density"] = b_dens / scale
+      res["shift_norm"] = s_norm
+  return res
+
+
+def synthetic_transfer(config, key):
+  graphon = gwcn_data.sphere_gaussian(config.bandwidth)
+  model = gcn.GCN(features=(config.hidden, config.out_features), num_taps=2)
+  quad_V = graphon.quadrature(config.num_quadrature)
+  kernel_VV = graphon.kernel(quad_V, quad_V)
+  k_param, k_graphs = jax.random.split(key)
+  params = model.init(k_param, graphon.features(quad_V[:4]), jnp.eye(4))
+  sched = list(config.schedules)
+  out = {s: {} for s in sched}
+  for n in config.sizes:
+    fn = functools.partial(_synthetic_one, n=n, graphon=graphon, model=model, params=params,
+                           quad_V=quad_V, kernel_VV=kernel_VV, delta=config.delta)
+    # every (schedule, graph) pair of this n in one vmapped call
+    rhos = np.array([gwcn.sparsity(n, s, c) for s, c in zip(sched, config.schedule_scales)],
+                    np.float32)
+    keys = jax.random.split(jax.random.fold_in(k_graphs, n), len(sched) * config.num_graphs)
+    rho_b = jnp.repeat(jnp.asarray(rhos), config.num_graphs)
+    res = jax.jit(jax.vmap(fn))(keys, rho_b)
+    for i, s in enumerate(sched):
+      sl = slice(i * config.num_graphs, (i + 1) * config.num_graphs)
+      out[s][n] = {k: np.asarray(v[sl]) for k, v in res.items()} | {"rho": float(rhos[i])}
+    logging.info("synthetic n=%d done", n)
+  return out
+
+
+# ============================================================== Part 2: real graphs
+
+def _real_graph(name):
+  if name == "minnesota":
+    return gwcn_data.load_pygsp_graph("minnesota")
+  return gwcn_data.load_networkx_graph(name)
+
+
+def real_graph_transfer(config, key):
+  s, r, n = _real_graph(config.real_graph)
+  w = np.ones(s.size, np.float32)
+  s, r, w = jnp.asarray(s), jnp.asarray(r), jnp.asarray(w)
+  sizes = [m for m in config.real_sizes if m < n] + [n]
+  k_feat, k_perm, k_param = jax.random.split(key, 3)
+  x = jnp.concatenate([jnp.ones((n, 1)), jax.random.normal(k_feat, (n, 3))], axis=1)
+  model = gcn.GCN(features=(config.hidden, config.out_features), num_taps=2)
+  params = model.init(k_param, x[:4], jnp.eye(4))
+  orders = {"degree": gwcn.degree_order(s, r, w, n), "bfs": gwcn.bfs_order(s, r, w, n),
+            "random": gwcn.random_order(k_perm, n)}
+
+  def one(order, m):
+    ss, rr, ww = gwcn.induced_subgraph(s, r, w, order, m)
+    xo = x[order]
+    mask = jnp.arange(n) < m
+    dens = gwcn.edge_density(ww, m)
+    outs = {}
+    for name, op in (("gwcn", gwcn.gwcn_shift(ss, rr, ww, m)),
+                     ("cgcn", gwcn.normalized_shift(ss, rr, ww, n))):
+      o = model.apply(params, xo, op)
+      outs[name] = (jnp.sum(o * mask[:, None], 0) / m, o)
+    return dens, outs
+
+  res = {}
+  m_arr = jnp.asarray(sizes)
+  for scheme, order in orders.items():
+    dens, outs = jax.jit(jax.vmap(one, in_axes=(None, 0)))(order, m_arr)
+    entry = {"m": np.asarray(sizes), "density": np.asarray(dens)}
+    for name, (readout, nodes) in outs.items():
+      full_r, full_nodes = readout[-1], nodes[-1]
+      entry[f"{name}_readout_err"] = np.asarray(
+          jnp.linalg.norm(readout - full_r, axis=1) / jnp.linalg.norm(full_r))
+      node_err = []
+      for i, m in enumerate(sizes):  # error on the subgraph's own nodes, vs the full graph
+        mask = jnp.arange(n) < m
+        node_err.append(float(gwcn.rms(nodes[i] - full_nodes, mask) / gwcn.rms(full_nodes, mask)))
+      entry[f"{name}_node_err"] = np.asarray(node_err)
+    entry["fits"] = gwcn.fit_density_curves(entry["m"], entry["density"])
+    entry["exponent"] = -gwcn.fit_power_law(entry["m"], entry["density"])[0]
+    res[scheme] = entry
+  return res, n, int(s.size // 2)
+
+
+# ============================================================== Part 3: classification
+
+def _macro_f1(pred, labels, k):
+  f1s = []
+  for c in range(k):
+    tp = jnp.sum((pred == c) & (labels == c))
+    fp = jnp.sum((pred == c) & (labels != c))
+    fn = jnp.sum((pred != c) & (labels == c))
+    f1s.append(2.0 * tp / jnp.maximum(2.0 * tp + fp + fn, 1.0))
+  return jnp.mean(jnp.stack(f1s))
+
+
+def _classification_trial(key, *, m, config, block_probs, means, rho):
+  n_t = config.cls_target_nodes
+  k_task, k_init = jax.random.split(key)
+  task = gwcn_data.sbm_node_classification(k_task, n_t, block_probs, means, rho,
+                                           config.cls_noise)
+  s_t = gwcn.gwcn_shift_dense(task.adj_NxN)  # empirical density: rho is unknown to the model
+  adj_m = task.adj_NxN[:m, :m]  # nodes are exchangeable: the first m form a uniform subgraph
+  # guard against an edgeless subgraph (density 0) without breaking jit
+  dens_m = jnp.maximum(gwcn.edge_density_dense(adj_m), 1.0 / (m * (m - 1.0)))
+  s_m = adj_m / (m * dens_m)
+  x_m, y_m = task.x_NxF[:m], task.labels_N[:m]
+  model = gcn.GCN(features=(config.hidden, config.cls_classes), num_taps=2)
+  params = model.init(k_init, x_m, s_m)
+  opt = optax.adam(config.cls_lr)
+
+  def loss_fn(p):
+    logits = model.apply(p, x_m, s_m)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y_m).mean()
+
+  def step(carry, _):
+    p, o = carry
+    loss, g = jax.value_and_grad(loss_fn)(p)
+    upd, o = opt.update(g, o, p)
+    return (optax.apply_updates(p, upd), o), loss
+
+  (params, _), losses = jax.lax.scan(step, (params, opt.init(params)), None,
+                                     length=config.cls_steps)
+  logits_t = model.apply(params, task.x_NxF, s_t)
+  test = jnp.arange(n_t) >= m  # target nodes unseen in training
+  y_t = task.labels_N
+  pred = jnp.argmax(logits_t, -1)
+  acc = jnp.sum((pred == y_t) & test) / jnp.sum(test)
+  big = jnp.where(test, pred, -1)
+  f1 = _macro_f1(big, jnp.where(test, y_t, -2), config.cls_classes)
+  ce = jnp.sum(optax.softmax_cross_entropy_with_integer_labels(logits_t, y_t) * test) / jnp.sum(test)
+  logits_m = model.apply(params, x_m, s_m)
+  terr = gwcn.transfer_error(logits_m, logits_t[:m])
+  return {"acc": acc, "macro_f1": f1, "ce": ce, "transfer_err": terr, "train_loss": losses[-1]}
+
+
+def classification(config, key):
+  k = config.cls_classes
+  block_probs = jnp.full((k, k), config.cls_p_out) + (config.cls_p_in - config.cls_p_out) * jnp.eye(k)
+  k_means, k_trials = jax.random.split(key)
+  means = jax.random.normal(k_means, (k, config.cls_feature_dim))
+  means = means / jnp.linalg.norm(means, axis=1, keepdims=True)
+  rho = gwcn.sparsity(config.cls_target_nodes, config.cls_schedule, config.cls_schedule_scale)
+  out = {}
+  keys = jax.random.split(k_trials, config.cls_trials)  # the same targets for every m
+  for m in config.cls_sizes:
+    fn = functools.partial(_classification_trial, m=m, config=config, block_probs=block_probs,
+                           means=means, rho=rho)
+    res = jax.jit(jax.vmap(fn))(keys)
+    out[m] = {kk: np.asarray(v) for kk, v in res.items()}
+    logging.info("classification m=%d acc %.3f", m, float(out[m]["acc"].mean()))
+  return out, rho
+
+
+# ============================================================== plots and claims
+
+def _plot_synthetic(syn, config, workdir):
+  fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+  sizes = np.asarray(config.sizes)
+  colors = plt.cm.viridis(np.linspace(0, 0.9, len(config.schedules)))
+  for s, c in zip(config.schedules, colors):
+    for ax, key in ((axes[0], "err"), (axes[1], "readout_err")):
+      g = [syn[s][n][f"gwcn_{key}"].mean() for n in sizes]
+      cg = [syn[s][n][f"cgcn_{key}"].mean() for n in sizes]
+      ax.loglog(sizes, g, "o-", color=c, label=f"GWCN {s}")
+      ax.loglog(sizes, cg, "s--", color=c, alpha=0.7, label=f"c-GCN {s}")
+    meas = [syn[s][n]["gwcn_err"].mean() for n in sizes]
+    bs = [syn[s][n]["bound_size"].mean() for n in sizes]
+    bd = [syn[s][n]["bound_density"].mean() for n in sizes]
+    axes[2].loglog(sizes, meas, "o-", color=c, label=f"measured {s}")
+    axes[2].loglog(sizes, bd, ":", color=c, label=f"density part {s}")
+    axes[2].loglog(sizes, bs, "k--", lw=0.8)
+  axes[0].set_title("node-level relative transfer error")
+  axes[1].set_title("readout (mean-pooled) relative transfer error")
+  axes[2].set_title("GWCN: measured vs bound parts (black dashed: size part)")
+  for ax in axes:
+    ax.set_xlabel("n")
+  axes[0].legend(fontsize=6, ncol=2)
+  axes[2].legend(fontsize=6, ncol=2)
+  fig.tight_layout()
+  fig.savefig(os.path.join(workdir, "synthetic_transfer.png"), dpi=110)
+  plt.close(fig)
+
+
+def _plot_real(real, workdir, name):
+  fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+  for scheme, e in real.items():
+    m = e["m"]
+    l, = axes[0].loglog(m, e["density"], "o-", label=f"{scheme} (best fit {e['fits']['best']})")
+    best = e["fits"]["best"]
+    a = e["fits"][best][0]
+    f = {"1/n": 1 / m, "logn/n": np.log(m) / m, "const": np.ones_like(m, dtype=float)}[best]
+    axes[0].loglog(m, a * f, ":", color=l.get_color())
+    axes[1].loglog(m[:-1], e["gwcn_readout_err"][:-1], "o-", color=l.get_color(),
+                   label=f"GWCN {scheme}")
+    axes[1].loglog(m[:-1], e["cgcn_readout_err"][:-1], "s--", color=l.get_color(), alpha=0.6,
+                   label=f"c-GCN {scheme}")
+  axes[0].set_title(f"{name}: subgraph edge density (dotted: best fit)")
+  axes[1].set_title("readout transfer error to the full graph")
+  for ax in axes:
+    ax.set_xlabel("subgraph size m")
+    ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(os.path.join(workdir, "real_graph.png"), dpi=110)
+  plt.close(fig)
+
+
+def _plot_cls(cls, workdir):
+  ms = np.asarray(sorted(cls))
+  fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+  for ax, key, title in zip(axes, ("acc", "macro_f1", "ce", "transfer_err"),
+                            ("accuracy", "macro-F1", "cross-entropy", "transfer error")):
+    mu = np.array([cls[m][key].mean() for m in ms])
+    sd = np.array([cls[m][key].std() for m in ms])
+    ax.errorbar(ms, mu, yerr=sd, fmt="o-", capsize=3)
+    ax.set_xscale("log")
+    ax.set_title(title)
+    ax.set_xlabel("training subgraph size m")
+  fig.tight_layout()
+  fig.savefig(os.path.join(workdir, "node_classification.png"), dpi=110)
+  plt.close(fig)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
+  t0 = time.time()
+  key = jax.random.key(config.seed)
+  k_syn, k_real, k_cls = jax.random.split(key, 3)
+  syn = synthetic_transfer(config, k_syn)
+  t_syn = time.time() - t0
+  real, real_n, real_e = real_graph_transfer(config, k_real)
+  cls, cls_rho = classification(config, k_cls)
+  os.makedirs(workdir, exist_ok=True)
+  _plot_synthetic(syn, config, workdir)
+  _plot_real(real, workdir, config.real_graph)
+  _plot_cls(cls, workdir)
+
+  metrics = {}
+  sizes = list(config.sizes)
+  n_max = sizes[-1]
+  rates = {}
+  below = []
+  for s in config.schedules:
+    t = _TAG[s]
+    for model in ("gwcn", "cgcn"):
+      for kind in ("err", "readout_err"):
+        errs = [float(syn[s][n][f"{model}_{kind}"].mean()) for n in sizes]
+        rate, _ = gwcn.fit_power_law(sizes, errs)
+        rates[(s, model, kind)] = rate
+        metrics[f"synthetic/{model}_{kind}_rate/{t}"] = rate
+        metrics[f"synthetic/{model}_{kind}_nmax/{t}"] = errs[-1]
+        metrics[f"synthetic/{model}_{kind}_nmin/{t}"] = errs[0]
+    for n in sizes:
+      e = syn[s][n]
+      below.append(bool(np.all(e["gwcn_err"] <= e["bound_size"] + e["bound_density"])))
+    e = syn[s][n_max]
+    metrics[f"synthetic/bound_size_nmax/{t}"] = float(e["bound_size"].mean())
+    metrics[f"synthetic/bound_density_nmax/{t}"] = float(e["bound_density"].mean())
+    metrics[f"synthetic/bound_size_rate/{t}"] = gwcn.fit_power_law(
+        sizes, [float(syn[s][n]["bound_size"].mean()) for n in sizes])[0]
+    metrics[f"synthetic/bound_density_rate/{t}"] = gwcn.fit_power_law(
+        sizes, [float(syn[s][n]["bound_density"].mean()) for n in sizes])[0]
+    metrics[f"synthetic/rho_nmax/{t}"] = syn[s][n_max]["rho"]
+  metrics["synthetic/bound_holds_fraction"] = float(np.mean(below))
+  metrics["synthetic/wall_s"] = t_syn
+  for scheme, e in real.items():
+    for name in ("1/n", "logn/n", "const"):
+      metrics[f"real/{scheme}/density_fit_r2/{_TAG[name]}"] = e["fits"][name][1]
+    metrics[f"real/{scheme}/density_exponent"] = e["exponent"]
+    metrics[f"real/{scheme}/density_m_min"] = float(e["density"][0])
+    metrics[f"real/{scheme}/density_m_max"] = float(e["density"][-1])
+    for name in ("gwcn", "cgcn"):
+      metrics[f"real/{scheme}/{name}_readout_err_m_min"] = float(e[f"{name}_readout_err"][0])
+      metrics[f"real/{scheme}/{name}_readout_err_m_last"] = float(e[f"{name}_readout_err"][-2])
+      metrics[f"real/{scheme}/{name}_node_err_m_min"] = float(e[f"{name}_node_err"][0])
+      metrics[f"real/{scheme}/{name}_node_err_m_last"] = float(e[f"{name}_node_err"][-2])
+  metrics["real/num_nodes"] = real_n
+  metrics["real/num_edges"] = real_e
+  ms = sorted(cls)
+  for m in ms:
+    for kk in ("acc", "macro_f1", "ce", "transfer_err"):
+      metrics[f"cls/{kk}_mean/m{m}"] = float(cls[m][kk].mean())
+      metrics[f"cls/{kk}_std/m{m}"] = float(cls[m][kk].std())
+  metrics["cls/rho"] = cls_rho
+
+  thr = config.decay_threshold
+  z = config.decay_z
+  sched = list(config.schedules)
+  sparsest = sched[-1]
+
+  def falls(model, kind, s):
+    """Error at the largest n below the smallest n's by > z standard errors, and rate > thr."""
+    a = syn[s][sizes[0]][f"{model}_{kind}"]
+    b = syn[s][n_max][f"{model}_{kind}"]
+    se = np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    return bool(a.mean() - b.mean() > z * se) and rates[(s, model, kind)] > thr
+
+  g_rates = {s: rates[(s, "gwcn", "err")] for s in sched}
+  g_falls = {s: falls("gwcn", "err", s) for s in sched}
+  ro_rates = {s: rates[(s, "gwcn", "readout_err")] for s in sched}
+  ro_falls = {s: falls("gwcn", "readout_err", s) for s in sched}
+  for s in sched:
+    metrics[f"synthetic/gwcn_err_falls/{_TAG[s]}"] = int(g_falls[s])
+    metrics[f"synthetic/cgcn_err_falls/{_TAG[s]}"] = int(falls("cgcn", "err", s))
+  c_sp = rates[(sparsest, "cgcn", "err")]
+  c_err = metrics[f"synthetic/cgcn_err_nmax/{_TAG[sparsest]}"]
+  g_err = metrics[f"synthetic/gwcn_err_nmax/{_TAG[sparsest]}"]
+  c_falls = falls("cgcn", "err", sparsest)
+  fmt = lambda d: ", ".join(f"{k}: {v:.2f}" for k, v in d.items())
+  claims = [
+      Claim("gwcn_decay_every_schedule",
+            "GWCN's (node-level) transfer error falls as n grows under every sparsity schedule",
+            "error vanishes with n in every regime (Fig., synthetic, n=100..1000)",
+            f"fitted rates n^-r: {fmt(g_rates)}; falls (z>{z}, r>{thr}): "
+            f"{', '.join(s for s in sched if g_falls[s]) or 'none'}",
+            all(g_falls.values())),
+      Claim("gwcn_decay_when_degree_grows",
+            "GWCN's transfer error falls under every schedule whose expected degree n rho grows",
+            "error vanishes with n in every regime",
+            f"rates for {', '.join(s for s in sched if s != '1/n')}: "
+            f"{fmt({s: g_rates[s] for s in sched if s != '1/n'})}",
+            all(g_falls[s] for s in sched if s != "1/n")),
+      Claim("gwcn_readout_decay_every_schedule",
+            "GWCN's graph-level (mean readout) transfer error falls under every schedule",
+            "error vanishes with n in every regime",
+            f"readout rates: {fmt(ro_rates)}", all(ro_falls.values())),
+      Claim("cgcn_stalls_when_sparsest",
+            "the normalised c-GCN stalls or is biased under the sparsest schedule (1/n)",
+            "c-GCN drifts under extreme sparsity; GWCN converges",
+            f"c-GCN rate {c_sp:.2f}, error at n={n_max} {c_err:.3f} vs GWCN {g_err:.3f}",
+            (not c_falls) or (c_err > 1.5 * g_err)),
+      Claim("error_below_bound",
+            "the measured GWCN transfer error sits under the bound (size part + density part)",
+            "bound = size-dependent + density-dependent term",
+            f"{100 * metrics['synthetic/bound_holds_fraction']:.0f}% of (schedule, n) cells; at "
+            f"n={n_max}, 1/n: size {metrics['synthetic/bound_size_nmax/1_n']:.2f} + density "
+            f"{metrics['synthetic/bound_density_nmax/1_n']:.2f} vs measured {g_err:.3f}",
+            metrics["synthetic/bound_holds_fraction"] == 1.0),
+      Claim("degree_core_density_falls",
+            "degree-ordered subgraphs form a dense core widening into a sparse tail",
+            "subgraph density decays with size (fits of 1/n, log n / n, const)",
+            f"density {metrics['real/degree/density_m_min']:.4f} -> "
+            f"{metrics['real/degree/density_m_max']:.5f} (~m^{real['degree']['exponent']:.2f}), "
+            f"best of three forms {real['degree']['fits']['best']}",
+            bool(np.all(np.diff(real["degree"]["density"]) < 0))),
+      Claim("cls_improves_with_subgraph",
+            "node-classification accuracy rises and transfer error falls with the subgraph size",
+            "accuracy / macro-F1 up, transfer error down with subgraph size (50 trials)",
+            f"acc {metrics[f'cls/acc_mean/m{ms[0]}']:.3f} -> {metrics[f'cls/acc_mean/m{ms[-1]}']:.3f}, "
+            f"transfer err {metrics[f'cls/transfer_err_mean/m{ms[0]}']:.3f} -> "
+            f"{metrics[f'cls/transfer_err_mean/m{ms[-1]}']:.3f}",
+            (metrics[f"cls/acc_mean/m{ms[-1]}"] > metrics[f"cls/acc_mean/m{ms[0]}"]) and
+            (metrics[f"cls/transfer_err_mean/m{ms[-1]}"] <
+             metrics[f"cls/transfer_err_mean/m{ms[0]}"])),
+  ]
+  logging.info("gwcn run took %.1f s", time.time() - t0)
+  return Outcome(metrics=metrics, claims=claims)
