@@ -220,8 +220,8 @@ def dawid_skene_step(votes_NxK: jax.Array, state: DawidSkeneState,
   return _ds_step(votes_NxK, state, two_coin)
 
 
-@functools.partial(jax.jit, static_argnames=("two_coin", "max_iters"))
-def _dawid_skene(votes_NxK, tol, two_coin: bool, max_iters: int):
+@functools.partial(jax.jit, static_argnames=("two_coin",))
+def _dawid_skene(votes_NxK, tol, two_coin: bool, max_iters):
   state = _ds_init(votes_NxK, two_coin)
 
   def cond(carry):
@@ -272,4 +272,4 @@ def dawid_skene(votes_NxK: jax.Array, *, two_coin: bool = True, max_iters: int =
   _checks.check_votes(votes_NxK)
   if max_iters < 1:
     raise ValueError(f"max_iters must be >= 1, got {max_iters}")
-  return _dawid_skene(votes_NxK, tol, two_coin=bool(two_coin), max_iters=int(max_iters))
+  return _dawid_skene(votes_NxK, tol, two_coin=bool(two_coin), max_iters=jnp.asarray(max_iters, jnp.int32))
