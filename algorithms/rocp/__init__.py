@@ -11,8 +11,6 @@ References:
   Wang & Dobriban, "Optimal Decision-Making Based on Prediction Sets", ICML 2026.
 """
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -77,19 +75,10 @@ EXAMPLES = (
             lambda k: (_loss(k), jax.random.bernoulli(jax.random.fold_in(k, 1), 0.5, (_N, _Y)),
                        jnp.asarray(0.1)),
             bad_args=(np.ones((_A, _Y)), np.ones((_N, _Y), bool), 1.5)),
-    Example("select_level", select_level,
-            lambda k: (_probs(k, 1)[0], _loss(jax.random.fold_in(k, 1)), jnp.asarray(0.7)),
-            bad_args=(np.array([0.5, 0.7, -0.2, 0.0], np.float32), np.ones((_A, _Y)), 0.5)),
     Example("rocp_full", rocp, _split_args, bad_args=_BAD_SPLIT),
-    Example("rocp_global", functools.partial(rocp, variant="global"), _split_args,
-            bad_args=(np.full((0, _Y), 0.25, np.float32),) + _BAD_SPLIT[1:]),
     Example("lac", lac, _split_args,
             bad_args=(_BAD_SPLIT[0] * np.nan,) + _BAD_SPLIT[1:]),
     Example("aps", aps, _split_args, bad_args=_BAD_SPLIT),
-    Example("raps", raps, _split_args, bad_args=_BAD_SPLIT),
-    Example("rac", rac, _split_args,
-            bad_args=(np.full((_N, _Y), 0.25, np.float32), np.zeros((_N,), np.int32),
-                      np.full((_M, _Y), 0.25, np.float32), np.ones((_A, _Y + 1), np.float32), 0.2)),
     Example("best_response", best_response,
             lambda k: (_probs(k, _N), _loss(jax.random.fold_in(k, 1))),
             bad_args=(_BAD_PROBS, np.ones((_A, _Y), np.float32))),

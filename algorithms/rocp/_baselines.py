@@ -144,7 +144,7 @@ def aps(probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha, u_cal_N=No
   _check(probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha)
   n = np.shape(probs_cal_NxY)[0]
   if u_cal_N is None:
-    u_cal_N = np.zeros((n,), np.asarray(probs_cal_NxY).dtype)
+    u_cal_N = jnp.zeros((n,), jnp.asarray(probs_cal_NxY).dtype)
   if np.shape(u_cal_N) != (n,):
     raise ValueError(f"u_cal_N must have shape ({n},), got {np.shape(u_cal_N)}")
   _validate._common.check_in_range("u_cal_N", u_cal_N, 0.0, 1.0)

@@ -73,6 +73,7 @@ def robust_risk(loss_AxY: jax.Array, in_set_Y: jax.Array, alpha: jax.Array | flo
   return _batched_risk(jnp.asarray(loss_AxY), jnp.asarray(in_set_Y), jnp.asarray(alpha))
 
 
+@jax.jit
 def _batched_risk(loss_AxY, in_set, alpha):
   batch = in_set.shape[:-1]
   flat = in_set.reshape((-1, in_set.shape[-1]))

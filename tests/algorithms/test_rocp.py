@@ -127,9 +127,9 @@ def _breaks(ts, vals):
 def test_selector_is_the_exact_argmin_over_levels():
   """The selected t minimises V(x,t) - beta t over a fine grid of t (not only the candidates)."""
   rng = np.random.default_rng(2)
-  grid = np.linspace(0, 1, 2001)
+  grid = np.linspace(0, 1, 501)
   with jax.enable_x64(True):
-    for _ in range(20):
+    for _ in range(10):
       p = _random_probs(rng, 1, 4)[0]
       loss = rng.uniform(0, 10, size=(3, 4))
       beta = rng.uniform(0, 15)
@@ -174,8 +174,8 @@ def _ref_full_conformal(p_cal, y_cal, p_test, loss, alpha):
 def test_full_conformal_equals_brute_force_algorithm_1():
   rng = np.random.default_rng(3)
   with jax.enable_x64(True):
-    for trial in range(12):
-      n, y_n, a_n = 7, 3, 3
+    for trial in range(6):
+      n, y_n, a_n = 5, 3, 3
       p = _random_probs(rng, n + 1, y_n, scale=1.5)
       y = _sample_labels(rng, p)
       loss = rng.uniform(0, 10, size=(a_n, y_n))
@@ -204,36 +204,28 @@ def test_exhaustive_orderings_of_tiny_exchangeable_sample():
 
   Under exchangeability every ordering is equally likely, so the fraction of
   orderings whose last point is covered is the exact coverage probability given
-  the multiset; the guarantee says it is >= k/(n+1) for every multiset.
+  the multiset; the guarantee says it is >= k/(n+1) for every multiset, which we
+  check on 300 random multisets (the global-beta variant fails it on about 1% of
+  them, see the experiment README).
   """
   rng = np.random.default_rng(4)
-  alpha, m = 0.3, 6
+  alpha, m, num = 0.3, 6, 300
   k = int(np.ceil((1 - alpha) * m))
-  fractions = []
-  for _ in range(3):
-    p = _random_probs(rng, m, 4, scale=1.0).astype(np.float32)
-    y = _sample_labels(rng, p)
-    loss = rng.uniform(0, 10, size=(3, 4)).astype(np.float32)
-    loo = np.asarray(_loo_covered(jnp.asarray(p), jnp.asarray(y), jnp.asarray(loss),
-                                  jnp.asarray(alpha), "full"))
-    perms = np.array(list(itertools.permutations(range(m))))
-    frac = loo[perms[:, -1]].mean()  # the last point of each ordering is the test point
-    fractions.append(frac)
-    assert frac >= k / m - 1e-12, (frac, k / m)
-  # and over many random multisets the leave-one-out count never drops below k
-  ps = _random_probs(rng, 200 * m, 4, scale=1.0).astype(np.float32).reshape(200, m, 4)
+  ps = _random_probs(rng, num * m, 4, scale=1.0).astype(np.float32).reshape(num, m, 4)
   ys = np.stack([_sample_labels(rng, q) for q in ps])
   loss = jnp.asarray(rng.uniform(0, 10, size=(3, 4)).astype(np.float32))
-  counts = jax.jit(jax.vmap(lambda q, yy: _loo_covered(q, yy, loss, alpha, "full").sum()))(
-      jnp.asarray(ps), jnp.asarray(ys))
-  assert np.asarray(counts).min() >= k, np.asarray(counts).min()
+  loo = np.asarray(jax.jit(jax.vmap(lambda q, yy: _loo_covered(q, yy, loss, alpha, "full")))(
+      jnp.asarray(ps), jnp.asarray(ys)))  # (num, m)
+  perms = np.array(list(itertools.permutations(range(m))))  # all 720 orderings
+  frac = loo[:, perms[:, -1]].mean(1)  # the last point of each ordering is the test point
+  assert frac.min() >= k / m - 1e-12, (frac.min(), k / m)
+  assert loo.sum(1).min() >= k
 
 
-@pytest.mark.parametrize("method", ["rocp", "lac"])
-def test_coverage_over_random_splits_within_binomial_band(method):
-  """Mean coverage over 100 random splits lies in the binomial band around the guarantee."""
+def test_coverage_over_random_splits_within_binomial_band():
+  """ROCP's and LAC's mean coverage over 60 random splits lie in the binomial band."""
   rng = np.random.default_rng(5)
-  n_pool, n_cal, alpha, splits = 300, 120, 0.1, 100
+  n_pool, n_cal, alpha, splits = 240, 100, 0.1, 60
   p = _random_probs(rng, n_pool, 5, scale=1.5).astype(np.float32)
   loss = rng.uniform(0, 10, size=(3, 5)).astype(np.float32)
   keys = jax.random.split(jax.random.key(0), splits)
@@ -244,21 +236,20 @@ def test_coverage_over_random_splits_within_binomial_band(method):
     y = jax.random.categorical(k1, jnp.log(p_j))  # a fresh label draw from the known p(y|x)
     perm = jax.random.permutation(k2, n_pool)
     cal, test = perm[:n_cal], perm[n_cal:]
-    if method == "rocp":
-      pred = rocp._rocp._rocp(p_j[cal], y[cal], p_j[test], loss_j, alpha, "full")
-    else:
-      pred = rocp._baselines._lac(p_j[cal], y[cal], p_j[test], loss_j, alpha)
-    return jnp.take_along_axis(pred.sets_NxY, y[test][:, None], axis=1).mean()
+    preds = (rocp._rocp._rocp(p_j[cal], y[cal], p_j[test], loss_j, alpha, "full"),
+             rocp._baselines._lac(p_j[cal], y[cal], p_j[test], loss_j, alpha))
+    return jnp.stack([jnp.take_along_axis(q.sets_NxY, y[test][:, None], axis=1).mean()
+                      for q in preds])
 
-  cov = np.asarray(jax.jit(jax.vmap(one))(keys))
+  cov_rocp, cov_lac = np.asarray(jax.jit(jax.vmap(one))(keys)).T
   n_test = n_pool - n_cal
   lower = 1 - alpha
   # Split-conformal coverage given the calibration set is Beta distributed; over
   # splits its mean is >= 1 - alpha (<= 1 - alpha + 1/(n+1) for continuous LAC scores).
   se = np.sqrt(lower * alpha / n_test + lower * alpha / (n_cal + 2)) / np.sqrt(splits)
-  assert cov.mean() >= lower - 4 * se, (cov.mean(), se)
-  if method == "lac":
-    assert cov.mean() <= lower + 1 / (n_cal + 1) + 4 * se, (cov.mean(), se)
+  for cov in (cov_rocp, cov_lac):
+    assert cov.mean() >= lower - 4 * se, (cov.mean(), se)
+  assert cov_lac.mean() <= lower + 1 / (n_cal + 1) + 4 * se, (cov_lac.mean(), se)
 
 
 # ------------------------------------------------------------------ MAPIE
@@ -319,6 +310,7 @@ def test_best_response_rac_raps_oracle():
   loss = rng.uniform(0, 10, size=(3, 4)).astype(np.float32)
   np.testing.assert_array_equal(rocp.best_response(p, loss), (p @ loss.T).argmin(1))
   rac = rocp.rac(p[:250], y[:250], p[250:], loss, 0.1)
+  assert np.asarray(rac.sets_NxY)[np.arange(250), y[250:]].mean() >= 0.85
   sets = np.asarray(rac.sets_NxY)
   assert np.all(np.asarray(rac.actions_N) ==
                 np.array([loss[:, s].max(1).argmin() for s in sets]))  # max-min action
