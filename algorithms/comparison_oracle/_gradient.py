@@ -54,22 +54,18 @@ def bits_for_accuracy(n: int, delta: float) -> int:
 
 
 def _tournament(oracle, state, x_N, gamma, sign_N):
-  """Knock-out tournament for argmax_i |g_i| (n - 1 charged comparisons)."""
+  """Sequential knock-out for argmax_i |g_i| (n - 1 charged comparisons, one traced query)."""
   n = x_N.shape[0]
-  P = 1 << max(0, (n - 1).bit_length())
-  cand = jnp.arange(P)
-  valid = cand < n
   eye = jnp.eye(n, dtype=x_N.dtype)
-  while cand.shape[0] > 1:
-    a, b = cand[0::2], cand[1::2]
-    va, vb = valid[0::2], valid[1::2]
-    ia, ib = jnp.minimum(a, n - 1), jnp.minimum(b, n - 1)
-    d = sign_N[ia, None] * eye[ia] - sign_N[ib, None] * eye[ib]
-    bit, state = _oracle.compare(oracle, state, x_N + gamma * d, x_N - gamma * d, va & vb)
-    # bit: g . d > 0  <=>  |g_a| > |g_b|
-    win = jnp.where(~vb, a, jnp.where(~va, b, jnp.where(bit, a, b)))
-    cand, valid = win, va | vb
-  return cand[0], state
+
+  def body(i, carry):
+    best, st = carry
+    d = sign_N[best] * eye[best] - sign_N[i] * eye[i]
+    bit, st = _oracle.compare(oracle, st, (x_N + gamma * d)[None], (x_N - gamma * d)[None])
+    # bit: g . d > 0  <=>  |g_best| > |g_i|
+    return jnp.where(bit[0], best, i), st
+
+  return jax.lax.fori_loop(1, n, body, (jnp.zeros((), jnp.int32), state))
 
 
 def _normalized_gradient_core(oracle, state, x_N, gamma, bits):

@@ -240,3 +240,50 @@ def queries_to_stationarity(method: Method, monitor: Callable[[jax.Array], jax.A
 
   s, t = jax.lax.while_loop(cond, body, (state, jnp.zeros((), jnp.int32)))
   return s.oracle.count, t, monitor(s.x) <= eps, s.x
+
+
+_METHODS = ("ours", "quantum_sim", "zhang_li")
+
+
+def make_method(oracle, method: str = "ours", **kwargs) -> Method:
+  """``"ours"`` / ``"quantum_sim"`` (:func:`second_order_method`) or ``"zhang_li"``."""
+  if method == "ours":
+    return second_order_method(oracle, estimator="classical", **kwargs)
+  if method == "quantum_sim":
+    return second_order_method(oracle, estimator="quantum", **kwargs)
+  if method == "zhang_li":
+    return zhang_li_method(oracle, **kwargs)
+  raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+
+
+_JIT_CACHE: dict = {}
+
+
+def find_stationary_point(oracle, x0_N, key, *, eps, method: str = "ours", num_steps: int = 100,
+                          **kwargs):
+  r"""Runs a comparison-based method for ``num_steps`` iterations from ``x0_N``.
+
+  Args:
+    oracle: comparison oracle (the method never receives ``f``).
+    x0_N: start, shape ``(n,)``, finite.
+    key: PRNG key.
+    eps: target :math:`\epsilon > 0` (sets the radius / step size).
+    method: ``"ours"``, ``"quantum_sim"`` or ``"zhang_li"``.
+    num_steps: iterations.
+    **kwargs: passed to the method factory (hashable values).
+
+  Returns:
+    ``(x_N, queries, xs_TxN, counts_T)``.
+  """
+  _oracle.validate_point("x0_N", x0_N, oracle.n)
+  _oracle.validate_positive("eps", eps)
+  if not isinstance(num_steps, int) or num_steps < 1:
+    raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+  cache_key = (oracle, method, tuple(sorted(kwargs.items())), num_steps)
+  fn = _JIT_CACHE.get(cache_key)
+  if fn is None:
+    m = make_method(oracle, method, **kwargs)
+    fn = jax.jit(lambda x0, k, e: run(m, x0, k, e, num_steps))
+    _JIT_CACHE[cache_key] = fn
+  final, xs, counts = fn(x0_N, key, jnp.asarray(eps, x0_N.dtype))
+  return final.x, final.oracle.count, xs, counts

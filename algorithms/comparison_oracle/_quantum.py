@@ -120,13 +120,15 @@ def _reference(oracle, state, x_N, key, gamma, m_ref):
   u_MxN = u_MxN / jnp.linalg.norm(u_MxN, axis=1, keepdims=True)
   pos, state = _oracle.compare(oracle, state, x_N + gamma * u_MxN, x_N - gamma * u_MxN)
   u_MxN = jnp.where(pos[:, None], u_MxN, -u_MxN)
-  cand = jnp.arange(m_ref)
-  while cand.shape[0] > 1:
-    a, b = cand[0::2], cand[1::2]
-    d = u_MxN[a] - u_MxN[b]
-    bit, state = _oracle.compare(oracle, state, x_N + gamma * d, x_N - gamma * d)
-    cand = jnp.where(bit, a, b)
-  return u_MxN[cand[0]], state
+
+  def body(j, carry):
+    best, st = carry
+    d = u_MxN[best] - u_MxN[j]
+    bit, st = _oracle.compare(oracle, st, (x_N + gamma * d)[None], (x_N - gamma * d)[None])
+    return jnp.where(bit[0], best, j), st  # bit: g.u_best > g.u_j
+
+  best, state = jax.lax.fori_loop(1, m_ref, body, (jnp.zeros((), jnp.int32), state))
+  return u_MxN[best], state
 
 
 def _coherent_search(oracle, x_N, u0_N, zeta_GxN, gamma, B, K):
