@@ -26,6 +26,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from typing import NamedTuple
@@ -81,6 +82,12 @@ def aligned_tensor(key: jax.Array, size: int = 30, n_time: int = 20, rank: int =
     raise ValueError(f"need size >= 2, n_time >= 1, rank >= 1; got {size}, {n_time}, {rank}")
   if noise_std < 0 or decay <= 0:
     raise ValueError(f"need noise_std >= 0 and decay > 0; got {noise_std}, {decay}")
+  return _aligned_tensor(key, size, n_time, rank, aligned_scale, onset, decay, noise_std, control,
+                         dtype)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 8, 9))
+def _aligned_tensor(key, size, n_time, rank, aligned_scale, onset, decay, noise_std, control, dtype):
   k0, k1, k2, kv, kn, kp0, kp1 = jax.random.split(key, 7)
   a0 = _smooth_factors(k0, size, rank, dtype)
   a1 = _smooth_factors(k1, size, rank, dtype)
