@@ -127,8 +127,14 @@ def sample_curie_weiss(key: jax.Array, num_items: int, num_judges: int, h0: floa
   return Judged((ranks < s[:, None]).astype(jnp.int32), y.astype(jnp.int32))
 
 
+class SemiReal(NamedTuple):
+  votes_NxK: np.ndarray  # int32 in {0, 1}
+  labels_N: np.ndarray  # int32 in {0, 1}
+  family_K: np.ndarray  # int32 family of each judge (judges of a family share fold and pixels)
+
+
 def semi_real_judges(seed: int, num_judges: int, *, num_families: int = 2, train_size: int = 80,
-                     feature_frac: float = 0.25, family_overlap: float = 0.8) -> Judged:
+                     feature_frac: float = 0.25, family_overlap: float = 0.8) -> SemiReal:
   """K scikit-learn classifiers as judges on the digits data (label: digit >= 5), errors correlated.
 
   Judges come in ``num_families`` families; a family shares one small training
@@ -143,7 +149,7 @@ def semi_real_judges(seed: int, num_judges: int, *, num_families: int = 2, train
     num_judges: K.
 
   Returns:
-    Judged(votes_NxK, labels_N) with no missing votes.
+    SemiReal(votes_NxK, labels_N, family_K) with no missing votes.
   """
   from sklearn import datasets  # pylint: disable=g-import-not-at-top
   from sklearn import linear_model, naive_bayes, tree
@@ -160,7 +166,7 @@ def semi_real_judges(seed: int, num_judges: int, *, num_families: int = 2, train
   for f in range(1, num_families):
     sizes.append(rest // (num_families - 1) + (1 if f - 1 < rest % (num_families - 1) else 0))
   nf = max(2, int(feature_frac * d))
-  votes = []
+  votes, family = [], []
   j = 0
   for f, size in enumerate(sizes):
     core = rng.choice(d, size=int(family_overlap * nf), replace=False)
@@ -176,8 +182,9 @@ def semi_real_judges(seed: int, num_judges: int, *, num_families: int = 2, train
         model = tree.DecisionTreeClassifier(max_depth=4, random_state=int(rng.integers(1 << 31)))
       model.fit(x[folds[f]][:, feats], y[folds[f]])
       votes.append(model.predict(x[test][:, feats]).astype(np.int32))
+      family.append(f)
       j += 1
-  return Judged(np.stack(votes, axis=1), y[test])
+  return SemiReal(np.stack(votes, axis=1), y[test], np.asarray(family, np.int32))
 
 
 class CrowdData(NamedTuple):

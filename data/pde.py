@@ -192,9 +192,9 @@ def load(name: str, *, resolution: int, solver_resolution: int | None = None,
   if not b.is_prepared():
     if not generate:
       raise FileNotFoundError(
-          f"dataset {name}/{b.builder_config.name} is not in {b.data_dir}: build it with "
-          f"generate=True (--config.data.generate=True) or point {paths.DATA_DIR_ENV} at the "
-          f"folder that holds it")
+          f"dataset {name}/{b.builder_config.name} is not in {paths.generated_dir(data_dir)}: "
+          f"generate it (load(..., generate=True); in launchers --config.generate_data=True) "
+          f"or point {paths.DATA_DIR_ENV} at the folder that holds it")
     os.makedirs(paths.generated_dir(data_dir), exist_ok=True)
     b.download_and_prepare()
   ds = b.as_data_source()

@@ -22,7 +22,9 @@ line saying what to do, and no traceback.
 
 from __future__ import annotations
 
+import difflib
 import functools
+import importlib.util
 import os
 import sys
 import time
@@ -69,11 +71,10 @@ def initialize_distributed(coordinator_address: str | None, num_processes: int |
     return
   if coordinator_address and (num_processes is None or process_id is None):
     raise ValueError("--coordinator_address needs --num_processes and --process_id")
-  if jax.config.read("jax_platforms") in (None, "", "cpu"):
-    try:  # CPU collectives across processes need gloo; harmless elsewhere.
-      jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    except (AttributeError, ValueError):  # older/newer JAX without this option
-      pass
+  try:  # CPU collectives across processes need gloo; it only affects the CPU client.
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+  except (AttributeError, ValueError):  # a JAX without this option
+    pass
   if auto and not coordinator_address:
     jax.distributed.initialize()
   else:
@@ -127,6 +128,47 @@ def _main(argv, *, run: RunFn, paper: str) -> None:
     sys.exit(1)
 
 
+def _config_overrides_problem(argv: list[str]) -> str | None:
+  """Names the first ``--config.a.b=`` override that the config file lacks, with the valid keys."""
+  path = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
+  if path is None or not os.path.isfile(path):
+    return None
+  spec = importlib.util.spec_from_file_location("_launcher_config", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  config = module.get_config()
+  for arg in argv:
+    if not arg.startswith("--config."):
+      continue
+    name = arg[len("--config."):].split("=", 1)[0]
+    node, walked = config, []
+    for part in name.split("."):
+      keys = sorted(node.keys()) if hasattr(node, "keys") else []
+      if part not in keys:
+        where = ".".join(walked) or "config"
+        close = difflib.get_close_matches(part, keys, n=1)
+        hint = f" (did you mean {'.'.join(walked + close)!r}?)" if close else ""
+        return (f"unknown config field {name!r}{hint}; valid fields of {where}: "
+                f"{', '.join(keys)}")
+      node, walked = node[part], walked + [part]
+  return None
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+  """absl flag parsing that turns a bad ``--config.*`` override into one line."""
+  try:
+    return flags.FLAGS(argv)
+  except (flags.Error, AttributeError, KeyError, TypeError, ValueError) as e:
+    problem = None
+    try:
+      problem = _config_overrides_problem(argv)
+    except Exception:  # pylint: disable=broad-except  (fall back to the raw message)
+      pass
+    message = problem or " ".join(str(e).replace("\\n", " ").split())
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
 def main(run: RunFn, *, paper: str) -> None:
   """The entry point of a paper's ``main.py``."""
-  app.run(functools.partial(_main, run=run, paper=paper))
+  app.run(functools.partial(_main, run=run, paper=paper), flags_parser=_parse_flags)

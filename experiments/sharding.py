@@ -71,10 +71,11 @@ def check_batch_size(global_batch: int, mesh: Mesh) -> None:
   """A global batch must split evenly over the ``data`` axis."""
   n = mesh.shape[DATA]
   if global_batch % n:
-    lo, hi = (global_batch // n) * n, (global_batch // n + 1) * n
+    options = sorted({m for m in ((global_batch // n) * n, (global_batch // n + 1) * n) if m > 0})
     raise ValueError(
         f"global batch size {global_batch} does not divide by the {n} devices of the "
-        f"'{DATA}' mesh axis: use a multiple of {n} such as {lo or hi} or {hi}, or a smaller mesh")
+        f"'{DATA}' mesh axis: use a multiple of {n} ({' or '.join(map(str, options))}), "
+        f"or a mesh with fewer devices on '{DATA}'")
 
 
 def global_array(host_array: np.ndarray, sharding: NamedSharding) -> jax.Array:

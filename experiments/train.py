@@ -147,12 +147,12 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
 
   def check(step: int, out) -> None:
     host = jax.device_get(out)
-    for name, value in host.items():
-      if not np.all(np.isfinite(value)):
+    for name in sorted(host, key=lambda k: k != "loss"):  # name the loss first
+      if not np.all(np.isfinite(host[name])):
         good = mngr.latest_step()
         raise NonFiniteLossError(
-            f"non-finite {name}={float(value)} at step {step}; lower the learning rate or check "
-            f"the inputs (last good checkpoint: step {good})")
+            f"non-finite {name}={float(host[name])} at step {step}; lower the learning rate or "
+            f"check the inputs ({'no checkpoint yet' if good is None else f'last good checkpoint: step {good}'})")
     if step % log_every == 0 or step == num_steps:
       writer.write(step, host)
 

@@ -4,7 +4,8 @@ Public API (``from algorithms import gwcn``):
 
 * shifts: :func:`gwcn_shift` / :func:`gwcn_shift_dense` (stretched ``A / (n rho)``),
   :func:`normalized_shift` / :func:`normalized_shift_dense` (``D~^-1/2 (A+I) D~^-1/2``),
-  :func:`propagate`, :func:`edges_from_adjacency`, :func:`adjacency_from_edges`,
+  :func:`propagate` (``edge_chunk`` for large graphs), :func:`sort_edges`,
+  :func:`pad_edges`, :func:`edges_from_adjacency`, :func:`adjacency_from_edges`,
   :func:`edge_density`, :func:`operator_norm`, validation helpers;
 * sampling: :func:`sparsity` (schedules), :func:`sample_adjacency`,
   :func:`stretched_sample`, :func:`degree_order`, :func:`bfs_order`,
@@ -33,7 +34,9 @@ from algorithms.gwcn._operators import gwcn_shift_dense
 from algorithms.gwcn._operators import normalized_shift
 from algorithms.gwcn._operators import normalized_shift_dense
 from algorithms.gwcn._operators import operator_norm
+from algorithms.gwcn._operators import pad_edges
 from algorithms.gwcn._operators import propagate
+from algorithms.gwcn._operators import sort_edges
 from algorithms.gwcn._operators import validate_adjacency
 from algorithms.gwcn._operators import validate_edges
 from algorithms.gwcn._sampling import SCHEDULES
@@ -118,6 +121,6 @@ __all__ = [
     "edge_density_dense", "edges_from_adjacency", "fit_density_curves", "fit_power_law",
     "gwcn_shift", "gwcn_shift_dense", "induced_subgraph", "limit_shift", "normalized_shift",
     "normalized_shift_dense", "operator_norm", "propagate", "random_order", "rms",
-    "sample_adjacency", "size_term", "sparsity", "stretched_sample", "transfer_bound",
+    "pad_edges", "sample_adjacency", "size_term", "sort_edges", "sparsity", "stretched_sample", "transfer_bound",
     "transfer_error", "validate_adjacency", "validate_edges",
 ]

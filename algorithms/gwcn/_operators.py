@@ -48,7 +48,7 @@ __all__ = [
     "SparseOperator", "propagate", "validate_edges", "validate_adjacency",
     "edge_density", "edge_density_dense", "gwcn_shift", "gwcn_shift_dense",
     "normalized_shift", "normalized_shift_dense", "edges_from_adjacency",
-    "adjacency_from_edges", "operator_norm",
+    "adjacency_from_edges", "operator_norm", "sort_edges", "pad_edges",
 ]
 
 
@@ -207,3 +207,24 @@ def operator_norm(shift, num_nodes: int, num_iters: int = 100) -> jax.Array:
 
   v = jax.lax.fori_loop(0, num_iters, body, x / jnp.linalg.norm(x))
   return jnp.linalg.norm(propagate(shift, v))
+
+
+def sort_edges(senders_E, receivers_E, weights_E, by: str = "sender"):
+  """The edge list reordered by sender (or receiver), stable; the operator is unchanged.
+
+  Sorting by sender makes the gather ``x[senders]`` of :func:`propagate` sequential.
+  """
+  if by not in ("sender", "receiver"):
+    raise ValueError(f"by must be 'sender' or 'receiver', got {by!r}")
+  key = senders_E if by == "sender" else receivers_E
+  perm = jnp.argsort(key, stable=True)
+  return senders_E[perm], receivers_E[perm], weights_E[perm]
+
+
+def pad_edges(senders_E, receivers_E, weights_E, multiple: int):
+  """Pads the edge list with weight-0 edges ``(0, 0)`` to a length divisible by ``multiple``."""
+  if multiple < 1:
+    raise ValueError(f"multiple must be >= 1, got {multiple}")
+  pad = (-np.shape(weights_E)[0]) % multiple
+  return (jnp.pad(senders_E, (0, pad)), jnp.pad(receivers_E, (0, pad)),
+          jnp.pad(weights_E, (0, pad)))

@@ -18,6 +18,7 @@ class DecisionMetrics(NamedTuple):
   robust_risk: jax.Array  # mean R(a(x), C(x)) at alpha (worst case given coverage 1 - alpha)
   realized_loss: jax.Array  # mean l(a(x), y)
   critical_rate: jax.Array  # mean 1[critical(a(x), y)]
+  marginal_robust_risk: jax.Array  # worst case over P(Y|X) with marginal coverage >= 1 - alpha
 
 
 def _decision_metrics(sets_NxY, actions_N, labels_N, loss_AxY, critical_AxY, alpha):
@@ -27,12 +28,29 @@ def _decision_metrics(sets_NxY, actions_N, labels_N, loss_AxY, critical_AxY, alp
   risk = jnp.take_along_axis(risk_NxA, actions_N[:, None], axis=1)[:, 0]
   realized = loss[actions_N, labels_N]
   critical = critical_AxY[actions_N, labels_N]
+  # Marginal worst case: the adversary spends the miscoverage budget alpha * N on
+  # the inputs with the largest gap between the worst loss outside and inside
+  # the set (a fractional knapsack over the test inputs).
+  in_set_max = jnp.where(sets_NxY, loss[actions_N], -jnp.inf).max(-1)
+  all_max = loss[actions_N].max(-1)
+  in_set_max = jnp.where(sets_NxY.any(-1), in_set_max, all_max)
+  gap = jnp.sort(all_max - in_set_max)[::-1]
+  n = gap.shape[0]
+  budget = jnp.maximum(alpha * n - (~sets_NxY.any(-1)).sum(), 0.0)  # empty sets use it up
+  take = jnp.clip(budget - jnp.arange(n), 0.0, 1.0)
+  marginal = (in_set_max.sum() + (take * gap).sum()) / n
   return DecisionMetrics(covered.mean(), sets_NxY.sum(-1).mean(), risk.mean(), realized.mean(),
-                         critical.astype(jnp.float32).mean())
+                         critical.astype(jnp.float32).mean(), marginal)
 
 
 def decision_metrics(sets_NxY, actions_N, labels_N, loss_AxY, critical_AxY, alpha) -> DecisionMetrics:
   r"""Means over N test points of coverage, set size, robust risk :math:`R(a, C)`, loss, critical rate.
+
+  ``robust_risk`` averages the per-set :math:`R(a(x), C(x))` (each set certified at
+  level 1 - alpha); ``marginal_robust_risk`` is the worst case over conditional laws
+  of Y given the N test inputs whose marginal coverage is at least 1 - alpha:
+  :math:`\frac1N[\sum_i m_i + \max_{c \in [0,1]^N, \sum c \le \alpha N} \sum_i c_i g_i]`,
+  with :math:`m_i` the worst in-set loss and :math:`g_i` the gap to the worst loss.
 
   Args:
     sets_NxY: bool sets (N, Y); a method without a set (best response) passes all-True,

@@ -175,7 +175,7 @@ def coverage_path(pcs: Pieces, weight_NxM: jax.Array) -> CoveragePath:
   order = jnp.argsort(pos)
   pos_s = pos[order]
   cums = jnp.cumsum(delta[order])
-  grid = jnp.sort(jnp.concatenate([jnp.zeros((1,), dtype), jnp.maximum(pos_s, 0.0)]))
+  grid = jnp.concatenate([jnp.zeros((1,), dtype), jnp.maximum(pos_s, 0.0)])  # sorted already
   at = jnp.searchsorted(pos_s, grid, side="right") - 1
   count = base + jnp.where(at >= 0, cums[jnp.maximum(at, 0)], 0.0)
   del m

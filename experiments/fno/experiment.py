@@ -50,7 +50,8 @@ class Normalizer:
 
 
 def make_model(rc: ml_collections.ConfigDict) -> fno.FNO:
-  return fno.FNO(modes=tuple(rc.modes), width=rc.width, padding=rc.padding)
+  return fno.FNO(modes=tuple(rc.modes), width=rc.width, projection=rc.projection,
+                 padding=rc.padding)
 
 
 def load_data(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict) -> pde.Split:

@@ -315,7 +315,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
   syn = synthetic_transfer(config, k_syn)
   t_syn = time.time() - t0
   real, real_n, real_e = real_graph_transfer(config, k_real)
+  t_real = time.time() - t0 - t_syn
   cls, cls_rho = classification(config, k_cls)
+  t_cls = time.time() - t0 - t_syn - t_real
   os.makedirs(workdir, exist_ok=True)
   _plot_synthetic(syn, config, workdir)
   _plot_real(real, workdir, config.real_graph)
@@ -349,6 +351,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
     metrics[f"synthetic/rho_nmax/{t}"] = syn[s][n_max]["rho"]
   metrics["synthetic/bound_holds_fraction"] = float(np.mean(below))
   metrics["synthetic/wall_s"] = t_syn
+  metrics["real/wall_s"] = t_real
+  metrics["cls/wall_s"] = t_cls
   for scheme, e in real.items():
     for name in ("1/n", "logn/n", "const"):
       metrics[f"real/{scheme}/density_fit_r2/{_TAG[name]}"] = e["fits"][name][1]

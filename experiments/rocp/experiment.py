@@ -35,7 +35,8 @@ from experiments.results import Claim, Outcome  # noqa: E402
 METHODS = ("rocp", "rocp_global", "oracle", "lac", "aps", "raps", "rac", "best_response")
 BASELINES = ("lac", "aps", "raps", "rac", "best_response")
 CONFORMAL = ("lac", "aps", "raps")
-METRICS = ("coverage", "set_size", "robust_risk", "realized_loss", "critical_rate")
+METRICS = ("coverage", "set_size", "robust_risk", "realized_loss", "critical_rate",
+           "marginal_robust_risk")
 TASKS = ("medical", "hazard")
 LOSSES = ("mild", "severe")
 
@@ -57,7 +58,7 @@ def _all_methods(path, opath, pc, yc, pt, loss, alpha):
 
 
 def _evaluate_split(key, probs, labels, loss, critical, alphas, n_cal):
-  """All methods on one random split, vmapped over alphas: metrics (L, methods, 5)."""
+  """All methods on one random split, vmapped over alphas: metrics (L, methods, len(METRICS))."""
   perm = jax.random.permutation(key, probs.shape[0])
   cal, test = perm[:n_cal], perm[n_cal:]
   pc, yc, pt, yt = probs[cal], labels[cal], probs[test], labels[test]
@@ -68,14 +69,14 @@ def _evaluate_split(key, probs, labels, loss, critical, alphas, n_cal):
     sets, actions = _all_methods(path, opath, pc, yc, pt, loss, alpha)
     m = jax.vmap(_metrics._decision_metrics, in_axes=(0, 0, None, None, None, None))(
         sets, actions, yt, loss, critical, alpha)
-    return jnp.stack(m, axis=-1)  # (methods, 5)
+    return jnp.stack(m, axis=-1)  # (methods, len(METRICS))
 
   return jax.vmap(per_alpha)(alphas)
 
 
 @functools.partial(jax.jit, static_argnames="n_cal")
 def evaluate(keys_S, probs_NxY, labels_N, loss_AxY, critical_AxY, alphas_L, n_cal):
-  """Metrics (S, L, methods, 5) over S splits and L alphas in one call."""
+  """Metrics (S, L, methods, len(METRICS)) over S splits and L alphas in one call."""
   return jax.vmap(_evaluate_split, in_axes=(0, None, None, None, None, None, None))(
       keys_S, probs_NxY, labels_N, loss_AxY, critical_AxY, alphas_L, n_cal)
 
@@ -101,7 +102,7 @@ def _tasks(config, key):
 def _plot(table, alphas, workdir):
   colors = dict(zip(METHODS, plt.cm.tab10.colors))
   for task in TASKS:
-    fig, axes = plt.subplots(2, len(METRICS), figsize=(4 * len(METRICS), 7), squeeze=False)
+    fig, axes = plt.subplots(2, len(METRICS), figsize=(3.6 * len(METRICS), 7), squeeze=False)
     for r, lname in enumerate(LOSSES):
       mean, se = table[(task, lname)]
       for c, metric in enumerate(METRICS):

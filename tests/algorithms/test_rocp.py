@@ -91,6 +91,23 @@ def test_robust_risk_public_batched_and_minimax():
   np.testing.assert_allclose(rocp.robust_risk(loss, full, 0.3), loss.max(1), rtol=1e-6)
 
 
+def test_marginal_robust_risk_equals_lp():
+  """The marginal worst case over P(Y | x_1..x_N) with coverage >= 1 - alpha equals its LP."""
+  rng = np.random.default_rng(9)
+  n, y_n, a_n, alpha = 30, 4, 3, 0.17
+  for _ in range(10):
+    loss = rng.uniform(0, 10, (a_n, y_n)).astype(np.float32)
+    sets = rng.uniform(size=(n, y_n)) < 0.5
+    acts = rng.integers(0, a_n, n).astype(np.int32)
+    y = rng.integers(0, y_n, n).astype(np.int32)
+    m = rocp.decision_metrics(sets, acts, y, loss, np.zeros((a_n, y_n), bool), alpha)
+    res = scipy.optimize.linprog(
+        -(loss[acts] / n).ravel(), A_ub=-(sets / n).ravel()[None], b_ub=[-(1 - alpha)],
+        A_eq=np.kron(np.eye(n), np.ones(y_n)), b_eq=np.ones(n), bounds=(0, None), method="highs")
+    if res.status == 0:
+      np.testing.assert_allclose(float(m.marginal_robust_risk), -res.fun, rtol=1e-5)
+
+
 # ------------------------------------------------------------------ selector vs brute force
 
 

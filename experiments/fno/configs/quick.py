@@ -22,6 +22,7 @@ def run_config(**overrides) -> ml_collections.ConfigDict:
   c.n_test = 200  # test pairs
   c.modes = (16,)  # Fourier modes per spatial axis
   c.width = 64  # channels of the Fourier layers
+  c.projection = 128  # hidden width of the projection Q
   c.padding = 0  # zeros appended per spatial axis (non-periodic domains)
   c.normalize = False  # pointwise Gaussian normalisation of input and output (Darcy)
   c.epochs = 500  # passes over the training set

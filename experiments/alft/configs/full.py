@@ -1,0 +1,21 @@
+"""ALFT full config: 5 seeds per kind, ranks 1..6, longer fits, 5 Kinetic initialisations.
+
+    python -m experiments.alft.main --config=experiments/alft/configs/full.py --workdir=/tmp/alft_full
+
+Hardware: 2 CPU cores, about 10-15 minutes (one GPU: a few minutes). Same claims as quick.
+"""
+
+from experiments.alft.configs import quick
+
+
+def get_config():
+  c = quick.get_config()
+  c.scale = "full"
+  c.n_seeds = 5
+  c.ranks = (1, 2, 3, 4, 5, 6)
+  c.n_iter_als = 150
+  c.n_iter_grad = 1000
+  c.kinetic.n_init_seeds = 5
+  c.kinetic.n_iter = 600
+  c.kinetic.n_iter_tucker = 200
+  return c

@@ -1,0 +1,23 @@
+"""Full config: more dimensions, targets and seeds.
+
+    python -m experiments.comparison_oracle.main \
+        --config=experiments/comparison_oracle/configs/full.py --workdir=/tmp/comparison_oracle_full
+
+Hardware: 2 CPU cores (or one GPU), about 15 minutes. Reproduces the same claims as
+quick.py with n up to 32 and eps down to 1e-4.
+"""
+
+from experiments.comparison_oracle.configs import quick
+
+
+def get_config():
+  c = quick.get_config()
+  c.scale = "full"
+  c.num_seeds = 16
+  c.n_grid = (2, 4, 8, 16, 32)
+  c.eps_grid = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4)
+  c.hess_n_grid = (2, 4, 8, 16)
+  c.cma_n = 8
+  c.cma_eps = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3)
+  c.cma_seeds = 5
+  return c

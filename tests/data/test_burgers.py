@@ -1,0 +1,72 @@
+"""Burgers solver against the exact Cole-Hopf solution, with measured convergence orders."""
+
+import jax
+import numpy as np
+import pytest
+
+from data import burgers
+from data import grf
+
+AMPS, PHASES = (1.0, 0.5, 0.3), (0.0, 1.0, 2.0)
+
+
+@pytest.fixture(autouse=True)
+def x64():
+  jax.config.update("jax_enable_x64", True)
+  yield
+  jax.config.update("jax_enable_x64", False)
+
+
+def _error(s: int, num_steps: int, t: float = 1.0) -> float:
+  x = np.arange(s) / s
+  u = np.asarray(burgers.solve(burgers.sines(AMPS, PHASES, x), nu=0.1, t_final=t,
+                               num_steps=num_steps))
+  return float(np.abs(u - burgers.cole_hopf(AMPS, PHASES, x, t, nu=0.1)).max())
+
+
+def test_fourth_order_in_time_against_cole_hopf():
+  steps = [10, 20, 40, 80]
+  errs = [_error(128, n) for n in steps]
+  orders = [np.log2(a / b) for a, b in zip(errs, errs[1:])]
+  print(f"\nBurgers ETDRK4 vs Cole-Hopf, max error at T=1 for {steps} steps: "
+        f"{['%.2e' % e for e in errs]}; measured orders {['%.2f' % o for o in orders]}")
+  assert errs[-1] < 1e-7
+  assert np.mean(orders) > 3.5  # fourth-order scheme
+
+
+def test_spectral_convergence_in_space():
+  sizes = [8, 16, 32]
+  errs = [_error(s, 400) for s in sizes]
+  print(f"\nBurgers, max error for s={sizes}: {['%.2e' % e for e in errs]}")
+  assert errs[0] > 100 * errs[1]  # faster than any power: spectral accuracy
+  assert errs[2] < 1e-9
+
+
+def test_float32_matches_float64():
+  u0 = grf.periodic_grf_1d(jax.random.key(0), 4, 256, dtype=np.float64)
+  u64 = np.asarray(burgers.solve(u0, num_steps=200))
+  u32 = np.asarray(burgers.solve(u0.astype(np.float32), num_steps=200))
+  assert u32.dtype == np.float32
+  np.testing.assert_allclose(u32, u64, atol=2e-5 * np.abs(u64).max())
+
+
+def test_grf_mode_variances():
+  """Empirical variance of each Fourier mode against sigma^2 (lambda_k + tau^2)^-alpha."""
+  s, n = 64, 4000
+  u = np.asarray(grf.periodic_grf_1d(jax.random.key(1), n, s, dtype=np.float64))
+  coef = np.fft.rfft(u, axis=-1) / s
+  # u = c0 + sqrt2 sum_k (a_k cos + b_k sin) with a_k, b_k ~ N(0, theory_k), so the
+  # normalised rfft coefficient c_k = (a_k - i b_k) / sqrt2 has E|c_k|^2 = theory_k.
+  emp = (np.abs(coef[:, :5]) ** 2).mean(0)
+  k = np.arange(5)
+  theory = 625.0 * ((2 * np.pi * k) ** 2 + 25.0) ** -2.0
+  np.testing.assert_allclose(emp, theory, rtol=0.1)
+
+
+def test_bad_input():
+  with pytest.raises(ValueError):
+    burgers.solve(np.zeros((3, 7)))  # odd resolution
+  with pytest.raises(ValueError):
+    burgers.solve(np.zeros((2, 2, 8)))
+  with pytest.raises(ValueError):
+    burgers.solve(np.zeros(8), nu=-1.0)

@@ -1,0 +1,167 @@
+"""The launcher end to end, in subprocesses: SIGKILL and resume, bad input, several hosts.
+
+Every run uses ``tests/experiments/fno_tiny_config.py`` (Burgers at s=32) on a
+dataset generated once per test session.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from data import pde
+from experiments import registry
+from experiments import reproduce
+from experiments import results as results_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(ROOT, "tests", "experiments", "fno_tiny_config.py")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+  d = str(tmp_path_factory.mktemp("tfds"))
+  pde.load("burgers", resolution=32, solver_resolution=64, n_train=32, n_test=8, num_steps=100,
+           data_dir=d)
+  return d
+
+
+def _env(data_dir, devices=8):
+  env = dict(os.environ)
+  env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+  env["JAX_PLATFORMS"] = "cpu"
+  env["REPROJAX_DATA_DIR"] = data_dir
+  return env
+
+
+def _cmd(workdir, *overrides, config=TINY):
+  return [sys.executable, "-m", "experiments.fno.main", f"--config={config}",
+          f"--workdir={workdir}", *overrides]
+
+
+def _run(cmd, env, timeout=300):
+  return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def _final_params(workdir, step):
+  """The parameters of a checkpoint, restored onto one device whatever mesh wrote them."""
+  path = os.path.join(workdir, "burgers", "checkpoints", str(step), "default")
+  device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+  with ocp.StandardCheckpointer() as ckptr:
+    tree = ckptr.metadata(path).item_metadata.tree
+    target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=device),
+                          tree["params"])
+    restored = ckptr.restore(path, {**jax.tree.map(lambda _: None, tree), "params": target})
+  return restored["params"]
+
+
+def _done_steps(workdir):
+  d = os.path.join(workdir, "burgers", "checkpoints")
+  if not os.path.isdir(d):
+    return []
+  return sorted(int(n) for n in os.listdir(d) if n.isdigit())
+
+
+NUM_STEPS = 15 * (32 // 8)  # epochs * steps per epoch of the tiny config
+
+
+def test_sigkill_then_resume_is_bit_identical(tmp_path, data_dir):
+  env = _env(data_dir)
+  straight = tmp_path / "straight"
+  res = _run(_cmd(straight), env)
+  assert res.returncode == 0, res.stderr[-2000:]
+
+  killed = tmp_path / "killed"
+  proc = subprocess.Popen(_cmd(killed), env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+  deadline = time.time() + 240
+  while not _done_steps(killed) and time.time() < deadline and proc.poll() is None:
+    time.sleep(0.02)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  at_kill = _done_steps(killed)
+  assert at_kill and max(at_kill) < NUM_STEPS, f"not killed mid-run: checkpoints {at_kill}"
+  assert not (killed / "results.json").exists()
+
+  res = _run(_cmd(killed), env)
+  assert res.returncode == 0, res.stderr[-2000:]
+  assert "resumed from" in res.stderr
+  a, b = _final_params(straight, NUM_STEPS), _final_params(killed, NUM_STEPS)
+  jax.tree.map(lambda x, y: np.testing.assert_array_equal(np.asarray(x), np.asarray(y)), a, b)
+  ra = json.loads((straight / "results.json").read_text())
+  rb = json.loads((killed / "results.json").read_text())
+  assert ra["metrics"] == rb["metrics"]
+  print(f"\nkilled at checkpoints {at_kill}; resumed run bit-identical to the straight run; "
+        f"test rel. L2 {ra['metrics']['burgers_rel_l2']:.4f}")
+
+
+@pytest.mark.parametrize("override,expect", [
+    ("--config.runs.burgers.epoch=3", "did you mean 'runs.burgers.epochs'"),
+    ("--config.runs.burgers.batch_size=7", "does not divide by the 8 devices"),
+    ("--config.generate_data=False", "generate"),
+    ("--config.runs.burgers.learning_rate=1e30", "non-finite loss"),
+])
+def test_bad_input_is_one_line(tmp_path, data_dir, override, expect):
+  env = _env(data_dir)
+  if "generate_data" in override:
+    env["REPROJAX_DATA_DIR"] = str(tmp_path / "empty")
+  workdir = tmp_path / "w"
+  res = _run(_cmd(workdir, override), env)
+  assert res.returncode != 0
+  errors = [l for l in res.stderr.splitlines() if l.startswith("error:")]
+  assert len(errors) == 1 and expect in errors[0], res.stderr[-3000:]
+  assert "Traceback" not in res.stderr
+  print(f"\n{override} -> {errors[0][:160]}")
+  assert not (workdir / "results.json").exists()
+  ckpt = workdir / "burgers" / "checkpoints"
+  leftovers = [p.name for p in ckpt.iterdir() if not p.name.isdigit()] if ckpt.exists() else []
+  assert not leftovers and not _done_steps(workdir), "a checkpoint was left behind"
+
+
+def _free_port():
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    return s.getsockname()[1]
+
+
+def test_two_processes_match_one(tmp_path, data_dir):
+  """2 processes x 2 CPU devices with jax.distributed equal 1 process x 4 devices."""
+  single = tmp_path / "single"
+  res = _run(_cmd(single), _env(data_dir, devices=4))
+  assert res.returncode == 0, res.stderr[-2000:]
+
+  multi = tmp_path / "multi"
+  port = _free_port()
+  procs = [subprocess.Popen(
+      _cmd(multi, f"--coordinator_address=localhost:{port}", "--num_processes=2",
+           f"--process_id={i}"), env=_env(data_dir, devices=2), cwd=ROOT,
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
+  outs = [p.communicate(timeout=300)[0] for p in procs]
+  assert all(p.returncode == 0 for p in procs), outs[0][-3000:] + outs[1][-3000:]
+  assert "process 1/2, 2 local / 4 global devices" in outs[1]
+  a, b = _final_params(single, NUM_STEPS), _final_params(multi, NUM_STEPS)
+  jax.tree.map(lambda x, y: np.testing.assert_allclose(np.asarray(x), np.asarray(y),
+                                                       rtol=1e-5, atol=1e-6), a, b)
+  ms = json.loads((single / "results.json").read_text())["metrics"]
+  mm = json.loads((multi / "results.json").read_text())["metrics"]
+  np.testing.assert_allclose(mm["burgers_rel_l2"], ms["burgers_rel_l2"], rtol=1e-4)
+  print(f"\n2 processes x 2 devices: rel. L2 {mm['burgers_rel_l2']:.6f}; "
+        f"1 process x 4 devices: {ms['burgers_rel_l2']:.6f}")
+
+
+def test_reproduce_reports_a_failed_paper_and_continues(tmp_path, monkeypatch):
+  monkeypatch.setattr(registry, "PAPERS", registry.PAPERS + ("no_such_paper",))
+  err = reproduce.run_paper("no_such_paper", "quick", str(tmp_path / "out"),
+                            str(tmp_path / "work"), timeout_s=60)
+  assert err is not None and "No module named" in err
+  report = results_lib.write_report(str(tmp_path / "out"), {"no_such_paper": err})
+  text = open(report).read()
+  assert "Failed runs" in text and "no_such_paper" in text
