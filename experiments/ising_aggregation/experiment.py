@@ -243,7 +243,7 @@ def _claims(config, m, flip_a, flip_b):
       "The dependence-aware gain appears once there are about 5 or more judges",
       "gain with about 5-6 or more judges",
       "gain (worst Ising - best CI) by K: " + ", ".join(f"K={k}: {sg[k]:+.3f}" for k in config.synth_ks),
-      bool(small) and max(sg[k] for k in small) < min(sg[k] for k in kbig)))
+      bool(small) and min(sg[k] for k in kbig) > 0 and max(sg[k] for k in small) < min(sg[k] for k in kbig)))
   ks = config.semi_ks
   semg = {k: gain(f"semi_K{k}") for k in ks}
   kb = [k for k in ks if k >= 5]
