@@ -61,42 +61,80 @@ def find_scale(oracle, state, x_N, g_hat_N, t_max, J: int = 24):
   return 0.5 * t0, state
 
 
-def _directions(oracle, state, X_BxN, gamma, bits, estimator, qparams):
+def _batch(oracle, state, X_BxN, gamma, bits, estimator, qparams):
+  """Estimates at B points; returns (u_BxN, per-point charges_B, state with key advanced only)."""
+  B = X_BxN.shape[0]
+  key, sub = jax.random.split(state.key)
+  keys = jax.random.split(sub, B)
+  zeros = _oracle.OracleState(count=jnp.zeros((B,), jnp.int32), key=keys)
   if estimator == "classical":
-    return _gradient.normalized_gradient_batch(oracle, state, X_BxN, gamma, bits)
-  if estimator == "quantum":
-    return _quantum.quantum_gradient_batch(oracle, state, X_BxN, gamma, qparams)
-  raise ValueError(f"estimator must be 'classical' or 'quantum', got {estimator!r}")
+    u, st = jax.vmap(lambda s, x: _gradient._normalized_gradient_core(oracle, s, x, gamma, bits))(
+        zeros, X_BxN)
+  elif estimator == "quantum":
+    u, st = jax.vmap(lambda s, x, k: _quantum._quantum_core(oracle, s, x, k, gamma, qparams))(
+        zeros, X_BxN, keys)
+  else:
+    raise ValueError(f"estimator must be 'classical' or 'quantum', got {estimator!r}")
+  return u, st.count, state._replace(key=key)
 
 
-def _hessian_core(oracle, state, x_N, g_hat_N, key, scale, gamma, bits, estimator, qparams):
+def estimate_all(oracle, state, x_N, key, gamma, bits, estimator, qparams, *, scale=None,
+                 t_max=1.0, J: int = 24):
+  r"""Normalized gradient, scale and the :math:`2n` displaced directions, with ONE traced estimator.
+
+  Two passes of the same batched estimator over :math:`2n+1` points: pass 0 estimates
+  :math:`\hat g` at :math:`x` (one charged point; the rest is padding and uncharged),
+  then :func:`find_scale` gives :math:`s` (unless ``scale`` is given); pass 1 estimates
+  the directions at :math:`x \pm s v_k`. (One traced copy of the estimator keeps XLA
+  compiles short; the charges are exactly those of the separate calls.)
+
+  Returns ``(g_hat_N, s, V_NxN, D_2NxN, state)``.
+  """
   n = x_N.shape[0]
-  Q, _ = jnp.linalg.qr(jax.random.normal(key, (n, n), x_N.dtype))
-  V_NxN = Q.T  # row k is v_k
-  X = jnp.concatenate([x_N + scale * V_NxN, x_N - scale * V_NxN], axis=0)
-  D, state = _directions(oracle, state, X, gamma, bits, estimator, qparams)
-  dp, dm = D[:n], D[n:]
+  Qm, _ = jnp.linalg.qr(jax.random.normal(key, (n, n), x_N.dtype))
+  V = Qm.T  # row k is v_k
+  fixed = scale is not None
+  s0 = jnp.asarray(scale if fixed else t_max, x_N.dtype)
+  tmax = jnp.asarray(t_max, x_N.dtype)
+
+  def body(i, carry):
+    g_hat, s, st, _ = carry
+    first = i == 0
+    disp = jnp.concatenate([x_N[None], x_N + s * V, x_N - s * V], axis=0)
+    pts = jnp.where(first, jnp.broadcast_to(x_N, disp.shape), disp)
+    mask = jnp.where(first, jnp.arange(2 * n + 1) == 0, jnp.arange(2 * n + 1) > 0)
+    D, charges, st = _batch(oracle, st, pts, gamma, bits, estimator, qparams)
+    st = st._replace(count=st.count + jnp.sum(jnp.where(mask, charges, 0), dtype=jnp.int32))
+    g_hat = jnp.where(first, D[0], g_hat)
+    if fixed:
+      return g_hat, s, st, D
+    s_new, st2 = find_scale(oracle, st, x_N, g_hat, tmax, J)
+    st = st2._replace(count=jnp.where(first, st2.count, st.count), key=st.key)
+    return g_hat, jnp.where(first, s_new, s), st, D
+
+  init = (jnp.zeros((n,), x_N.dtype), s0, state, jnp.zeros((2 * n + 1, n), x_N.dtype))
+  g_hat, s, state, D = jax.lax.fori_loop(0, 2, body, init)
+  return g_hat, s, V, D[1:], state
+
+
+def hessian_from_directions(g_hat_N, s, V_NxN, D_2NxN):
+  """R = H / ||g|| from the directions at x +- s v_k (see module docstring)."""
+  n = g_hat_N.shape[0]
+  dp, dm = D_2NxN[:n], D_2NxN[n:]
   A_Nx2xN = jnp.stack([dp, dm], axis=1)  # per k: rows d+, d-
-  AtA = jnp.einsum("kin,kjn->kij", A_Nx2xN, A_Nx2xN) + 1e-12 * jnp.eye(2, dtype=x_N.dtype)
+  AtA = jnp.einsum("kin,kjn->kij", A_Nx2xN, A_Nx2xN) + 1e-12 * jnp.eye(2, dtype=dp.dtype)
   Atb = 2.0 * jnp.einsum("kin,n->ki", A_Nx2xN, g_hat_N)
   ab = jnp.linalg.solve(AtA, Atb[..., None])[..., 0]
-  C_KxN = (ab[:, :1] * dp - ab[:, 1:] * dm) / (2.0 * scale)  # row k: H v_k / ||g||
+  C_KxN = (ab[:, :1] * dp - ab[:, 1:] * dm) / (2.0 * s)  # row k: H v_k / ||g||
   R = jnp.einsum("kn,km->nm", C_KxN, V_NxN)  # H Q Q^T = sum_k (H v_k) v_k^T
-  return 0.5 * (R + R.T), state
+  return 0.5 * (R + R.T)
 
 
 @functools.partial(jax.jit, static_argnames=("oracle", "estimator", "qparams"))
 def _hessian_jit(oracle, state, x_N, key, scale, gamma, bits, estimator, qparams):
-  if estimator == "classical":
-    g_hat, state = _gradient._normalized_gradient_core(oracle, state, x_N, gamma, bits)
-  else:
-    k1, key = jax.random.split(key)
-    g_hat, state = _quantum._quantum_core(oracle, state, x_N, k1, gamma, qparams)
-  scale_used = scale
-  if scale is None:
-    scale_used, state = find_scale(oracle, state, x_N, g_hat, jnp.asarray(1.0, x_N.dtype))
-  R, state = _hessian_core(oracle, state, x_N, g_hat, key, scale_used, gamma, bits, estimator,
-                           qparams)
+  g_hat, s, V, D, state = estimate_all(oracle, state, x_N, key, gamma, bits, estimator, qparams,
+                                       scale=scale)
+  R = hessian_from_directions(g_hat, s, V, D)
   return R / jnp.linalg.norm(R), R, g_hat, state
 
 

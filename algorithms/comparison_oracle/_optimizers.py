@@ -150,15 +150,11 @@ def second_order_method(oracle: _oracle.ComparisonOracle, *, rho: float = 1.0,
 
   def step(state):
     x = state.x
-    key, kq, kh = jax.random.split(state.key, 3)
+    key, kh = jax.random.split(state.key)
     gam = jnp.asarray(gamma, x.dtype)
-    ost = state.oracle
-    if estimator == "classical":
-      g_hat, ost = _gradient._normalized_gradient_core(oracle, ost, x, gam, bits)
-    else:
-      g_hat, ost = _quantum._quantum_core(oracle, ost, x, kq, gam, qparams)
-    s, ost = _hessian.find_scale(oracle, ost, x, g_hat, state.radius, scale_steps)
-    R, ost = _hessian._hessian_core(oracle, ost, x, g_hat, kh, s, gam, bits, estimator, qparams)
+    g_hat, s, V, D, ost = _hessian.estimate_all(oracle, state.oracle, x, kh, gam, bits, estimator,
+                                                qparams, t_max=state.radius, J=scale_steps)
+    R = _hessian.hessian_from_directions(g_hat, s, V, D)
     d_tr = trust_region_step(g_hat, R, state.radius)
     d_gd = -state.radius * g_hat
     pick_gd, ost = _oracle.compare(oracle, ost, (x + d_tr)[None], (x + d_gd)[None])

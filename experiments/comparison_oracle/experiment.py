@@ -34,9 +34,19 @@ def problem(n: int, config, seed: int):
   return f, monitor
 
 
-def starts(n: int, num: int, radius: float, key):
+def starts(n: int, num: int, radius: float, key, center=None):
+  """``num`` points at distance ``radius`` from ``center`` in random directions."""
   x = jax.random.normal(key, (num, n), jnp.float64)
-  return radius * x / jnp.linalg.norm(x, axis=1, keepdims=True)
+  x = radius * x / jnp.linalg.norm(x, axis=1, keepdims=True)
+  return x if center is None else x + center
+
+
+def minimizer(n: int, config, seed: int):
+  """A minimiser of the quadratic-plus-quartic: sqrt(-lambda_min) v_min."""
+  A = co.indefinite_matrix(n, jax.random.fold_in(jax.random.key(seed), 1000 + n),
+                           config.eig_low, config.eig_high).astype(jnp.float64)
+  lam, V = jnp.linalg.eigh(A)
+  return jnp.sqrt(-lam[0]) * V[:, 0]
 
 
 def method_kwargs(name, config):
@@ -54,7 +64,7 @@ def queries_to_eps(name: str, n: int, eps_B, config, *, oracle_kw=None, seed_off
   B = len(eps_B)
   key = jax.random.fold_in(jax.random.key(config.seed), 7 * n + seed_offset)
   k1, k2 = jax.random.split(key)
-  x0 = starts(n, config.num_seeds, config.start_radius, k1)
+  x0 = starts(n, config.num_seeds, config.start_radius, k1, minimizer(n, config, config.seed))
   reps = B // config.num_seeds
   x0 = jnp.tile(x0, (reps, 1))
   keys = jax.random.split(k2, B)
@@ -282,7 +292,8 @@ def run(config, workdir: str) -> Outcome:
   # CMA-ES on the same function at n = cma_n.
   fC, monC = problem(config.cma_n, config, config.seed)
   x0C = np.asarray(starts(config.cma_n, config.cma_seeds, config.start_radius,
-                          jax.random.key(config.seed + 99)))
+                          jax.random.key(config.seed + 99),
+                          minimizer(config.cma_n, config, config.seed)))
   for e in config.cma_eps:
     ev, cp, okc = [], [], []
     for s_ in range(config.cma_seeds):

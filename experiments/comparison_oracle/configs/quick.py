@@ -21,7 +21,7 @@ def get_config():
   c.eps_n = 1e-3  # target ||grad f|| for the n-scaling
   c.n_eps = 4  # dimension for the eps-scaling
   c.eps_grid = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4)  # targets for the eps-scaling
-  c.start_radius = 1.0  # ||x0|| of the random starts
+  c.start_radius = 0.7  # starts at this distance from a minimiser, random direction
   c.eig_low = -1.0  # A = Q diag(linspace(eig_low, eig_high, n)) Q^T of the test function
   c.eig_high = 2.0
   c.rho = 1.0  # Hessian-Lipschitz constant used by ours (radius sqrt(eps/rho))
