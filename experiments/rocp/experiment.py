@@ -118,7 +118,7 @@ def _plot(table, alphas, workdir):
         ax.set_title(f"{task} / {lname} loss: {metric}")
         ax.set_xlabel("alpha")
         ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=7)
+    axes[0, METRICS.index("robust_risk")].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(workdir, f"rocp_{task}_vs_alpha.png"), dpi=110)
     plt.close(fig)
@@ -204,16 +204,18 @@ def _claims(m, report_alpha):
       ours="; ".join(cm_txt) + " (order lac/aps/raps/rac/br)", holds=all(cm_ok)))
   gains, ok = [], []
   for t in TASKS:
-    g = {}
+    g, d = {}, {}
     for l in LOSSES:
       best = min(m[f"{t}/{l}/{b}/robust_risk"] for b in CONFORMAL)
-      g[l] = (best - m[f"{t}/{l}/rocp/robust_risk"]) / best
-    ok.append(g["severe"] > g["mild"])
-    gains.append(f"{t}: mild {100 * g['mild']:.1f}%, severe {100 * g['severe']:.1f}%")
+      d[l] = best - m[f"{t}/{l}/rocp/robust_risk"]
+      g[l] = d[l] / best
+    ok.append(g["severe"] > g["mild"])  # relative gain, fixed before the first run
+    gains.append(f"{t}: mild {100 * g['mild']:.1f}% ({d['mild']:.3f}), "
+                 f"severe {100 * g['severe']:.1f}% ({d['severe']:.3f})")
   claims.append(Claim(
       id="larger_gain_when_costly",
-      statement="ROCP's robust-risk gain over the best conformal baseline is larger when "
-                "out-of-set errors are costly (severe vs mild loss)",
+      statement="ROCP's relative robust-risk gain over the best conformal baseline is larger "
+                "when out-of-set errors are costly (severe vs mild loss)",
       paper="larger gains when out-of-set errors are costly",
-      ours="; ".join(gains), holds=all(ok)))
+      ours="relative (absolute) gain " + "; ".join(gains), holds=all(ok)))
   return claims
