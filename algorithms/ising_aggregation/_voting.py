@@ -150,61 +150,72 @@ class DawidSkeneResult(NamedTuple):
   elbo: jax.Array  # () per observed vote
 
 
-def _m_step(votes_NxK, q1_N, two_coin: bool):
-  """Error rates from soft labels: [k, j, c] = log P(J_k = j | Y = c)."""
+def _stacked(votes_NxK):
+  """[1[J = 0], 1[J = 1]] side by side: (N, 2K) floats, so one matmul serves both vote values."""
   v1, v0 = _masks(votes_NxK)
+  return jnp.concatenate([v0, v1], axis=1)
+
+
+def _m_step(v_Nx2K, q1_N, two_coin: bool):
+  """Error rates from soft labels: [k, j, c] = log P(J_k = j | Y = c)."""
+  k = v_Nx2K.shape[1] // 2
   q_Nx2 = jnp.stack([1.0 - q1_N, q1_N], axis=1)  # [i, c]
-  cnt1 = v1.T @ q_Nx2  # [k, c] soft count of vote 1 given class c
-  cnt0 = v0.T @ q_Nx2
+  cnt = v_Nx2K.T @ q_Nx2  # [(j, k), c] soft count of vote j given class c
+  cnt0, cnt1 = cnt[:k], cnt[k:]
   if two_coin:
     c1, c0 = jnp.maximum(cnt1, EPS), jnp.maximum(cnt0, EPS)
     tot = c1 + c0
     return jnp.stack([jnp.log(c0) - jnp.log(tot), jnp.log(c1) - jnp.log(tot)], axis=1)
   # One coin: skill s_k = mean posterior of the label the judge gave.
-  n_k = (v1 + v0).sum(0)
+  n_k = v_Nx2K[:, :k].sum(0) + v_Nx2K[:, k:].sum(0)
   skill = (cnt1[:, 1] + cnt0[:, 0]) / jnp.maximum(n_k, 1.0)
   skill = jnp.clip(skill, EPS, 1.0 - EPS)
   right, wrong = jnp.log(skill), jnp.log1p(-skill)
   return jnp.stack([jnp.stack([right, wrong], 1), jnp.stack([wrong, right], 1)], axis=1)
 
 
-def _log_lik_Nx2(votes_NxK, log_err_Kx2x2):
-  v1, v0 = _masks(votes_NxK)
-  return v0 @ log_err_Kx2x2[:, 0, :] + v1 @ log_err_Kx2x2[:, 1, :]
+def _log_lik_Nx2(v_Nx2K, log_err_Kx2x2):
+  """[i, c] = sum_k log P(J_ik | Y = c) over the observed votes."""
+  return v_Nx2K @ jnp.concatenate([log_err_Kx2x2[:, 0, :], log_err_Kx2x2[:, 1, :]], axis=0)
 
 
-def _e_step(votes_NxK, prior, log_err_Kx2x2):
-  ll = _log_lik_Nx2(votes_NxK, log_err_Kx2x2)
+def _posterior_from_ll(ll_Nx2, prior):
   p = jnp.maximum(prior, EPS)
-  logit = jnp.log(p) - jnp.log(jnp.maximum(1.0 - prior, EPS)) + ll[:, 1] - ll[:, 0]
+  logit = jnp.log(p) - jnp.log(jnp.maximum(1.0 - prior, EPS)) + ll_Nx2[:, 1] - ll_Nx2[:, 0]
   return jax.nn.sigmoid(logit)
 
 
-def _elbo(votes_NxK, q1_N, prior, log_err_Kx2x2):
-  ll = _log_lik_Nx2(votes_NxK, log_err_Kx2x2)
+def _elbo(ll_Nx2, q1_N, prior, n_votes):
   lp1 = jnp.log(jnp.maximum(prior, EPS))
   lp0 = jnp.log(jnp.maximum(1.0 - prior, EPS))
   q1 = q1_N
-  joint = q1 * (lp1 + ll[:, 1]) + (1.0 - q1) * (lp0 + ll[:, 0])
+  joint = q1 * (lp1 + ll_Nx2[:, 1]) + (1.0 - q1) * (lp0 + ll_Nx2[:, 0])
   ent = -(q1 * jnp.log(jnp.maximum(q1, EPS)) + (1 - q1) * jnp.log(jnp.maximum(1 - q1, EPS)))
-  n_votes = jnp.maximum(_float(votes_NxK >= 0).sum(), 1.0)
-  return (joint + ent).sum() / n_votes
+  return (joint + ent).sum() / jnp.maximum(n_votes, 1.0)
 
 
-@functools.partial(jax.jit, static_argnames=("two_coin",))
-def _ds_init(votes_NxK, two_coin: bool = True):
-  q = _majority_vote(votes_NxK)
-  log_err = _m_step(votes_NxK, q, two_coin)
+def _init(v_Nx2K, two_coin):
+  k = v_Nx2K.shape[1] // 2
+  n1, n0 = v_Nx2K[:, k:].sum(1), v_Nx2K[:, :k].sum(1)
+  q = n1 / jnp.maximum(n1 + n0, 1.0)  # majority-vote shares
+  log_err = _m_step(v_Nx2K, q, two_coin)
   return DawidSkeneState(q, q.mean(), log_err, jnp.zeros((), jnp.int32),
                          jnp.full((), -jnp.inf, q.dtype))
 
 
-def _ds_step(votes_NxK, state: DawidSkeneState, two_coin: bool) -> DawidSkeneState:
-  q = _e_step(votes_NxK, state.prior, state.log_err_Kx2x2)
+def _step(v_Nx2K, state: DawidSkeneState, ll_Nx2, two_coin: bool):
+  """One EM iteration given ll = log-likelihoods under the state's error rates; returns the new ll."""
+  q = _posterior_from_ll(ll_Nx2, state.prior)
   prior = q.mean()
-  log_err = _m_step(votes_NxK, q, two_coin)
-  return DawidSkeneState(q, prior, log_err, state.num_iters + 1,
-                         _elbo(votes_NxK, q, prior, log_err))
+  log_err = _m_step(v_Nx2K, q, two_coin)
+  ll_new = _log_lik_Nx2(v_Nx2K, log_err)
+  elbo = _elbo(ll_new, q, prior, v_Nx2K.sum())
+  return DawidSkeneState(q, prior, log_err, state.num_iters + 1, elbo), ll_new
+
+
+@functools.partial(jax.jit, static_argnames=("two_coin",))
+def _ds_init(votes_NxK, two_coin: bool = True):
+  return _init(_stacked(votes_NxK), two_coin)
 
 
 def dawid_skene_init(votes_NxK: jax.Array, two_coin: bool = True) -> DawidSkeneState:
@@ -217,23 +228,26 @@ def dawid_skene_init(votes_NxK: jax.Array, two_coin: bool = True) -> DawidSkeneS
 def dawid_skene_step(votes_NxK: jax.Array, state: DawidSkeneState,
                      two_coin: bool = True) -> DawidSkeneState:
   """One EM iteration: E-step (posterior), prior = mean posterior, M-step (error rates)."""
-  return _ds_step(votes_NxK, state, two_coin)
+  v = _stacked(votes_NxK)
+  return _step(v, state, _log_lik_Nx2(v, state.log_err_Kx2x2), two_coin)[0]
 
 
 @functools.partial(jax.jit, static_argnames=("two_coin",))
 def _dawid_skene(votes_NxK, tol, two_coin: bool, max_iters):
-  state = _ds_init(votes_NxK, two_coin)
+  v = _stacked(votes_NxK)
+  state = _init(v, two_coin)
+  ll = _log_lik_Nx2(v, state.log_err_Kx2x2)
 
   def cond(carry):
-    s, done = carry
+    s, _, done = carry
     return jnp.logical_and(s.num_iters < max_iters, jnp.logical_not(done))
 
   def body(carry):
-    s, _ = carry
-    new = _ds_step(votes_NxK, s, two_coin)
-    return new, (new.elbo - s.elbo) < tol
+    s, ll, _ = carry
+    new, ll_new = _step(v, s, ll, two_coin)
+    return new, ll_new, (new.elbo - s.elbo) < tol
 
-  state, _ = jax.lax.while_loop(cond, body, (state, jnp.zeros((), bool)))
+  state, _, _ = jax.lax.while_loop(cond, body, (state, ll, jnp.zeros((), bool)))
   err1 = jnp.exp(state.log_err_Kx2x2)
   return DawidSkeneResult(state.posterior_N, state.prior, err1[:, 1, 1], err1[:, 0, 0],
                           state.num_iters, state.elbo)
