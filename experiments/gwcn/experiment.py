@@ -109,7 +109,8 @@ def synthetic_transfer(config, key):
                     np.float32)
     keys = jax.random.split(jax.random.fold_in(k_graphs, n), len(sched) * config.num_graphs)
     rho_b = jnp.repeat(jnp.asarray(rhos), config.num_graphs)
-    res = jax.jit(jax.vmap(fn))(keys, rho_b)
+    res = jax.jit(lambda k, r: jax.lax.map(lambda a: fn(*a), (k, r),
+                                          batch_size=config.graph_batch))(keys, rho_b)
     for i, s in enumerate(sched):
       sl = slice(i * config.num_graphs, (i + 1) * config.num_graphs)
       out[s][n] = {k: np.asarray(v[sl]) for k, v in res.items()} | {"rho": float(rhos[i])}

@@ -2,7 +2,8 @@ r"""GWCN size transfer at the paper's scale.
 
     python -m experiments.gwcn.main --config=experiments/gwcn/configs/full.py --workdir=/tmp/gwcn_full
 
-Hardware and time: 2 CPU cores, about 15-25 minutes (a GPU: about a minute). Reproduces
+Hardware and time: 2 CPU cores and 8 GB of memory; about 15-25 minutes, estimated from
+the quick run's scaling (not run to completion in this session). Reproduces
 the paper's synthetic transfer experiment at its scale (n from 100 to 1000, limit at
 N = 3000), the real-graph protocol on the full Minnesota network and the
 node-classification curves averaged over 50 trials.
@@ -17,6 +18,7 @@ def get_config():
   c.sizes = (100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
   c.num_quadrature = 3000
   c.num_graphs = 16
+  c.graph_batch = 10
   c.real_sizes = (100, 200, 300, 400, 600, 800, 1200, 1600, 2000, 2400)
   c.cls_target_nodes = 2000
   c.cls_sizes = (50, 100, 200, 400, 800, 1600)

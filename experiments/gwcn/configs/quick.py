@@ -22,6 +22,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.sizes = (100, 200, 400, 800)  # graph sizes n
   c.num_quadrature = 1000  # N: quadrature points of the graphon limit
   c.num_graphs = 8  # sampled graphs per (schedule, n), vmapped
+  c.graph_batch = 40  # graphs per vmapped batch (lax.map over batches bounds memory)
   c.schedules = ("const", "n^-1/4", "n^-1/2", "logn/n", "1/n")  # rho(n) = min(1, c f(n))
   c.schedule_scales = (0.5, 1.0, 2.0, 4.0, 10.0)  # the c of each schedule
   c.hidden = 32  # hidden width (2 layers, as in the paper's 2-layer / 32-hidden GCN)
@@ -33,8 +34,8 @@ def get_config() -> ml_collections.ConfigDict:
   c.real_graph = "minnesota"  # PyGSP graph ("minnesota") or a networkx small graph
   c.real_sizes = (100, 200, 400, 800, 1600)  # subgraph sizes m (the full graph is the target)
   # --- node classification (Part 3)
-  c.cls_target_nodes = 600  # nodes of the target SBM graph
-  c.cls_sizes = (50, 150, 400)  # training subgraph sizes
+  c.cls_target_nodes = 500  # nodes of the target SBM graph
+  c.cls_sizes = (50, 120, 300)  # training subgraph sizes
   c.cls_trials = 8  # random trials per size (vmapped)
   c.cls_p_in = 0.5  # within-block edge probability (before sparsity)
   c.cls_p_out = 0.1  # across-block edge probability
@@ -43,6 +44,6 @@ def get_config() -> ml_collections.ConfigDict:
   c.cls_noise = 1.5  # feature noise standard deviation (means have unit norm)
   c.cls_schedule = "n^-1/2"  # sparsity schedule of the target graph
   c.cls_schedule_scale = 2.0  # its c
-  c.cls_steps = 120  # Adam steps of full-batch training on the subgraph
+  c.cls_steps = 100  # Adam steps of full-batch training on the subgraph
   c.cls_lr = 0.01  # Adam learning rate
   return c
