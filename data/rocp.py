@@ -24,7 +24,6 @@ References:
 
 from __future__ import annotations
 
-import itertools
 import os
 from typing import NamedTuple
 
@@ -204,5 +203,3 @@ def hazard_critical() -> np.ndarray:
   c[0, 1:] = True
   return c
 
-
-del itertools

@@ -176,7 +176,15 @@ def coverage_path(pcs: Pieces, weight_NxM: jax.Array) -> CoveragePath:
   pos_s = pos[order]
   cums = jnp.cumsum(delta[order])
   grid = jnp.concatenate([jnp.zeros((1,), dtype), jnp.maximum(pos_s, 0.0)])  # sorted already
-  at = jnp.searchsorted(pos_s, grid, side="right") - 1
+  # N(grid_k) needs the cumulative delta up to the last event at or below grid_k:
+  # for grid_0 = 0 (and every non-positive event) that is the last non-positive
+  # event; for an event position it is the end of its run of equal positions.
+  e = pos_s.shape[0]
+  j = jnp.arange(e)
+  run_last = jnp.concatenate([pos_s[1:] != pos_s[:-1], jnp.ones((1,), bool)])
+  run_end = jax.lax.cummin(jnp.where(run_last, j, e), reverse=True)
+  n_nonpos = (pos_s <= 0).sum()
+  at = jnp.concatenate([(n_nonpos - 1)[None], jnp.where(pos_s > 0, run_end, n_nonpos - 1)])
   count = base + jnp.where(at >= 0, cums[jnp.maximum(at, 0)], 0.0)
   del m
   return CoveragePath(grid, count, jnp.asarray(n, dtype))
