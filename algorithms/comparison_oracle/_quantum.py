@@ -47,7 +47,8 @@ the phase-estimation kernel: :math:`P(|k_i - c_i| > 2^e) \le 1/(2(2^e-2))`. The
 binary search quantises :math:`r` to :math:`B 2^{-K}`; this moves the phase by
 at most :math:`2\pi M B 2^{-K}`, which we keep below 0.05 rad by
 :math:`K = \lceil\log_2(2\pi M B / 0.05)\rceil` (the only approximation of the closed
-form, besides truncating the kernel to :math:`|k-c| \le L`, mass :math:`< 2/(\pi^2 L)`).
+form, besides sampling the kernel's mass beyond :math:`|k-c| > L`, below :math:`2/(\pi^2 L)`,
+from its :math:`1/(\pi^2\Delta^2)` envelope: see :func:`sample_closed_form`).
 
 Accuracy. :math:`\hat w_i = k_i/M`. With :math:`M = 2^e\sqrt n/\delta` every coordinate
 is within :math:`\delta/\sqrt n` with probability :math:`\ge 1 - 1/(2(2^e-2))`;
@@ -88,7 +89,7 @@ class QuantumParams(NamedTuple):
   B: float  # binary-search range [-B, B] for r(zeta)
   m_ref: int = 8  # random reference candidates
   repeats: int = 3  # independent runs, coordinate-wise median
-  window: int = 256  # closed form: kernel truncated to |k - c| <= window
+  window: int = 16  # closed form: exact kernel for |k - c| <= window, 1/Delta^2 tail beyond
 
   @property
   def queries(self) -> int:
@@ -166,6 +167,33 @@ def closed_form_kernel(c_N, params: QuantumParams):
   return p / jnp.sum(p, axis=1, keepdims=True), k_NxJ
 
 
+def sample_closed_form(key, c_N, params: QuantumParams):
+  r"""``repeats`` outcomes per coordinate from the kernel centred at ``c_N`` (signed integers).
+
+  Inside the window :math:`|k-c|\le L` the exact kernel is used; the remaining mass
+  :math:`1-\sum_{|k-c|\le L}P(k)` (:math:`< 2/(\pi^2 L)`) is sampled from its large-offset
+  form :math:`P(c+\Delta)\approx 1/(\pi^2\Delta^2)` (average of :math:`\sin^2`), i.e.
+  :math:`|\Delta| = (L+\tfrac12)/U`, :math:`U\sim\mathcal U(0,1)`, random sign.
+  """
+  n = c_N.shape[0]
+  R = params.repeats
+  k1, k2, k3, k4 = jax.random.split(key, 4)
+  L = params.window
+  j = jnp.arange(-L, L + 1)
+  base = jnp.round(c_N)
+  k_NxJ = base[:, None] + j[None, :]
+  p = _fejer(c_N[:, None] - k_NxJ, params.N)  # exact values; sum <= 1
+  inside = jnp.minimum(jnp.sum(p, axis=1), 1.0)  # (n,)
+  idx = jax.random.categorical(k1, jnp.log(p + 1e-300)[None], axis=-1, shape=(R, n))
+  k_in = jnp.take_along_axis(jnp.broadcast_to(k_NxJ, (R,) + k_NxJ.shape), idx[..., None],
+                             -1)[..., 0]
+  u = jax.random.uniform(k2, (R, n), c_N.dtype, minval=1e-12, maxval=1.0)
+  sgn = jnp.where(jax.random.bernoulli(k3, 0.5, (R, n)), 1.0, -1.0)
+  k_out = jnp.round(c_N[None] + sgn * (L + 0.5) / u)
+  tail = jax.random.uniform(k4, (R, n), c_N.dtype) > inside[None]
+  return jnp.where(tail, k_out, k_in)
+
+
 def _wrap(k, N):
   return jnp.mod(k + N // 2, N) - N // 2
 
@@ -180,10 +208,7 @@ def _quantum_core(oracle, state, x_N, key, gamma, params: QuantumParams):
   rng = 2.0 * max(params.B, math.sqrt(n) / 0.25)
   w_N = _coherent_search(oracle, x_N, u0, jnp.eye(n, dtype=x_N.dtype), gamma, rng, 60)
   c_N = params.M * w_N
-  probs, k_NxJ = closed_form_kernel(c_N, params)
-  idx = jax.random.categorical(ksamp, jnp.log(probs + 1e-300)[None], axis=-1,
-                               shape=(params.repeats, n))
-  k_RxN = jnp.take_along_axis(k_NxJ[None].repeat(params.repeats, 0), idx[..., None], -1)[..., 0]
+  k_RxN = sample_closed_form(ksamp, c_N, params)
   k_RxN = _wrap(k_RxN, params.N)
   w_hat = jnp.median(k_RxN, axis=0) / params.M
   nrm = jnp.linalg.norm(w_hat)

@@ -225,15 +225,16 @@ def run(config, workdir: str) -> Outcome:
   m["ours_cheaper_at_smallest_eps"] = int(d[-1] < 0)
 
   # Noisy oracle (majority vote) at n = n_grid[0], eps_n: overhead vs the exact run.
-  n0 = config.n_grid[0]
-  votes = co.votes_for(config.noise_p, 1e5, failure=0.05)
-  eps_B = np.repeat([config.eps_n], S)
-  qn, _, okn = queries_to_eps("ours", n0, eps_B, config,
-                              oracle_kw=dict(flip_prob=config.noise_p, votes=votes))
-  q0, _ = at(res["ours"][n0], config.eps_n)
-  m["noise_p"], m["noise_votes"] = config.noise_p, votes
-  m["noise_all_reached"] = int(okn.all())
-  m["noise_query_overhead"] = float(np.median(qn) / np.median(q0))
+  if config.noise_run:
+    n0 = config.n_grid[0]
+    votes = co.votes_for(config.noise_p, 1e5, failure=0.05)
+    eps_B = np.repeat([config.eps_n], S)
+    qn, _, okn = queries_to_eps("ours", n0, eps_B, config,
+                                oracle_kw=dict(flip_prob=config.noise_p, votes=votes))
+    q0, _ = at(res["ours"][n0], config.eps_n)
+    m["noise_p"], m["noise_votes"] = config.noise_p, votes
+    m["noise_all_reached"] = int(okn.all())
+    m["noise_query_overhead"] = float(np.median(qn) / np.median(q0))
 
   # Hessian estimator: queries to Frobenius accuracy delta, as n and delta vary.
   hq = {}

@@ -20,4 +20,5 @@ def get_config():
   c.cma_n = 8
   c.cma_eps = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3)
   c.cma_seeds = 5
+  c.noise_run = True
   return c

@@ -33,6 +33,7 @@ def get_config():
   c.hess_n_grid = (2, 4, 8)  # Hessian-estimator scaling: dimensions
   c.hess_bits = tuple(range(4, 25, 2))  # bisection steps tried
   c.hess_deltas = (1e-1, 1e-2, 1e-3, 1e-4)  # Frobenius accuracies
+  c.noise_run = False  # run the noisy-oracle overhead measurement (tests cover it in quick)
   c.noise_p = 0.2  # flip probability of the noisy-oracle run (n = n_grid[0], eps = eps_n)
   c.cma_n = 4  # CMA-ES comparison: dimension
   c.cma_eps = (1e-1, 1e-2, 1e-3)  # CMA-ES targets
