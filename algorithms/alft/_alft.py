@@ -24,7 +24,7 @@ with ``W_pq: (I_p, I_q, K)`` the interpolation weights of :func:`offset_basis`
 Objective, on the observed entries ``Omega`` only::
 
     1/2 sum_Omega (y - x)^2 + l2/2 (sum ||b_n||^2 + sum ||A_n||^2 + sum ||C||^2 + sum ||V||^2)
-      + smooth/2 (sum_{n in ordered} ||D2 A_n||^2 + sum_pq ||D2 C_pq||^2)
+      + 1/2 sum_{n in ordered} smooth_n ||D2 A_n||^2 + smooth_offset/2 sum_pq ||D2 C_pq||^2
 
 with ``D2`` second differences (smoothness along ordered modes and along the
 offset). ``nonneg=True`` projects ``b, A, C, V`` onto ``>= 0`` after every update
@@ -239,40 +239,48 @@ def _masked_rows(x, mask, terms_fn, mode, n_modes):
   return rhs, gram
 
 
-def _als_sweep(p: ALFTParams, yv, m, bases, rm, l2, smooth, *, pairs, ordered_modes, nonneg,
-               fit_bias):
+def _als_sweep(p: ALFTParams, yv, m, bases, rm, l2, smooth_N, smooth_offset, *, pairs,
+               ordered_modes, nonneg, fit_bias):
+  """One block-coordinate sweep; the residual ``r = y - x`` is updated block by block."""
   shape = yv.shape
   n_modes = len(shape)
   proj = (lambda a: jnp.maximum(a, 0.0)) if nonneg else (lambda a: a)
   n_obs = jnp.maximum(m.sum(), 1.0)
+  r = yv - alft_predict(p, bases, pairs)
 
-  # global mean and biases
+  def bcast(b, n):
+    return b.reshape((-1,) + (1,) * (n_modes - 1 - n))
+
+  # global mean and biases (closed form per entry of each bias vector)
   if fit_bias:
-    mu = jnp.sum(m * (yv - (alft_predict(p, bases, pairs) - p.mu))) / n_obs
-    p = p._replace(mu=mu)
+    rb = r + p.mu
+    mu = jnp.sum(m * rb) / n_obs
+    r = rb - mu
     biases = list(p.biases)
     for n in range(n_modes):
       axes = tuple(k for k in range(n_modes) if k != n)
-      r = yv - (alft_predict(p._replace(biases=tuple(biases)), bases, pairs)
-                - biases[n].reshape((-1,) + (1,) * (n_modes - 1 - n)))
-      biases[n] = proj(jnp.sum(m * r, axis=axes) / (jnp.sum(m, axis=axes) + l2))
-    p = p._replace(biases=tuple(biases))
+      rb = r + bcast(biases[n], n)
+      biases[n] = proj(jnp.sum(m * rb, axis=axes) / (jnp.sum(m, axis=axes) + l2))
+      r = rb - bcast(biases[n], n)
+    p = p._replace(mu=mu, biases=tuple(biases))
 
   # CP factors, row-wise exact least squares on the observed entries
   factors = list(p.factors)
+  cp = T.cp_to_tensor(factors)
   for n in range(n_modes):
-    pn = p._replace(factors=tuple(factors))
-    r = m * (yv - (alft_predict(pn, bases, pairs) - T.cp_to_tensor(factors)))
+    rb = r + cp
 
     def terms(idx, n=n, fs=tuple(factors)):
       return [v for k, a in enumerate(fs) if k != n for v in (a, [k, idx])]
 
-    rhs, gram = _masked_rows(r, m, terms, n, n_modes)
+    rhs, gram = _masked_rows(m * rb, m, terms, n, n_modes)
     dtr = None
     if n in ordered_modes:
       d2 = T.second_difference(shape[n], yv.dtype)
       dtr = d2.T @ d2
-    factors[n] = proj(_solve_rows(gram, rhs, rm, l2, dtr, smooth))
+    factors[n] = proj(_solve_rows(gram, rhs, rm, l2, dtr, smooth_N[n]))
+    cp = T.cp_to_tensor(factors)
+    r = rb - cp
   p = p._replace(factors=tuple(factors))
 
   # aligned pairs: row-wise V, then the offset function C jointly
@@ -283,21 +291,21 @@ def _als_sweep(p: ALFTParams, yv, m, bases, rm, l2, smooth, *, pairs, ordered_mo
     ones_s = jnp.ones((s_dim,), yv.dtype)
     vs = list(pair_factors[i])
     h = jnp.einsum("abk,ks->abs", w, offsets[i])
+    comp = pair_component(h, vs, pair, shape)
     for j, n in enumerate(others):
-      cur = p._replace(offsets=tuple(offsets), pair_factors=tuple(
-          tuple(vs) if k == i else pf for k, pf in enumerate(pair_factors)))
-      r = m * (yv - (alft_predict(cur, bases, pairs) - pair_component(h, vs, pair, shape)))
+      rb = r + comp
 
       def terms(idx, n=n, vs_=tuple(vs), h=h, pair=pair, others=others):
         return _pair_terms(h, vs_, pair, others, n_modes, skip=n, idx=idx)
 
-      rhs, gram = _masked_rows(r, m, terms, n, n_modes)
+      rhs, gram = _masked_rows(m * rb, m, terms, n, n_modes)
       vs[j] = proj(_solve_rows(gram, rhs, ones_s, l2))
+      comp = pair_component(h, vs, pair, shape)
+      r = rb - comp
     pair_factors[i] = tuple(vs)
-    cur = p._replace(offsets=tuple(offsets), pair_factors=tuple(pair_factors))
-    r = m * (yv - (alft_predict(cur, bases, pairs) - pair_component(h, vs, pair, shape)))
+    rb = r + comp
     a, b = pair
-    rhs = jnp.einsum(r, list(range(n_modes)), w, [a, b, n_modes],
+    rhs = jnp.einsum(m * rb, list(range(n_modes)), w, [a, b, n_modes],
                      *_pair_terms(None, vs, pair, others, n_modes, idx=n_modes + 1),
                      [n_modes, n_modes + 1])  # (K, S)
     gram = jnp.einsum(m, list(range(n_modes)), w, [a, b, n_modes], w, [a, b, n_modes + 2],
@@ -306,16 +314,18 @@ def _als_sweep(p: ALFTParams, yv, m, bases, rm, l2, smooth, *, pairs, ordered_mo
                       [n_modes, n_modes + 1, n_modes + 2, n_modes + 3])  # (K, S, K, S)
     k_dim = w.shape[2]
     d2 = T.second_difference(k_dim, yv.dtype)
-    reg = (l2 * jnp.einsum("kl,st->kslt", jnp.eye(k_dim, dtype=yv.dtype), jnp.eye(s_dim, dtype=yv.dtype))
-           + smooth * jnp.einsum("kl,st->kslt", d2.T @ d2, jnp.eye(s_dim, dtype=yv.dtype)))
+    eye_s = jnp.eye(s_dim, dtype=yv.dtype)
+    reg = (l2 * jnp.einsum("kl,st->kslt", jnp.eye(k_dim, dtype=yv.dtype), eye_s)
+           + smooth_offset * jnp.einsum("kl,st->kslt", d2.T @ d2, eye_s))
     big = (gram + reg).reshape(k_dim * s_dim, k_dim * s_dim)
     # a tiny jitter keeps knots that no observed offset reaches (all-zero rows) solvable
     big = big + 1e-9 * jnp.trace(big) / big.shape[0] * jnp.eye(big.shape[0], dtype=yv.dtype)
     offsets[i] = proj(jnp.linalg.solve(big, rhs.reshape(-1)).reshape(k_dim, s_dim))
+    r = rb - pair_component(jnp.einsum("abk,ks->abs", w, offsets[i]), vs, pair, shape)
   return p._replace(offsets=tuple(offsets), pair_factors=tuple(pair_factors))
 
 
-def _objective(p, yv, m, bases, rm, l2, smooth, pairs, ordered_modes):
+def _objective(p, yv, m, bases, rm, l2, smooth_N, smooth_offset, pairs, ordered_modes):
   pm = p._replace(factors=tuple(a * rm for a in p.factors))
   res = (alft_predict(pm, bases, pairs) - yv) * m
   reg = sum(jnp.sum(v ** 2) for v in jax.tree.leaves(
@@ -323,24 +333,24 @@ def _objective(p, yv, m, bases, rm, l2, smooth, pairs, ordered_modes):
   sm = 0.0
   for n in ordered_modes:
     d2 = T.second_difference(yv.shape[n], yv.dtype)
-    sm = sm + jnp.sum((d2 @ pm.factors[n]) ** 2)
+    sm = sm + smooth_N[n] * jnp.sum((d2 @ pm.factors[n]) ** 2)
   for c in pm.offsets:
-    sm = sm + jnp.sum((T.second_difference(c.shape[0], yv.dtype) @ c) ** 2)
-  return 0.5 * jnp.sum(res ** 2) + 0.5 * l2 * reg + 0.5 * smooth * sm
+    sm = sm + smooth_offset * jnp.sum((T.second_difference(c.shape[0], yv.dtype) @ c) ** 2)
+  return 0.5 * jnp.sum(res ** 2) + 0.5 * l2 * reg + 0.5 * sm
 
 
 _STATIC = ("pairs", "ordered_modes", "nonneg", "fit_bias", "n_iter")
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
-def _alft_als(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth, *, pairs, ordered_modes, nonneg,
+def _alft_als(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth_N, smooth_offset, *, pairs, ordered_modes, nonneg,
               fit_bias, n_iter):
   p = p._replace(factors=tuple(a * rm for a in p.factors))
   if not fit_bias:
     p = p._replace(mu=jnp.zeros_like(p.mu), biases=tuple(jnp.zeros_like(b) for b in p.biases))
 
   def step(p, _):
-    p = _als_sweep(p, yv, m, bases, rm, l2, smooth, pairs=pairs, ordered_modes=ordered_modes,
+    p = _als_sweep(p, yv, m, bases, rm, l2, smooth_N, smooth_offset, pairs=pairs, ordered_modes=ordered_modes,
                    nonneg=nonneg, fit_bias=fit_bias)
     pred = alft_predict(p, bases, pairs)
     return p, (_rmse(pred, yv, m), _rmse(pred, ev_y, ev_m))
@@ -350,7 +360,7 @@ def _alft_als(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth, *, pairs, ordered_mod
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
-def _alft_grad(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth, lr, *, pairs, ordered_modes, nonneg,
+def _alft_grad(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth_N, smooth_offset, lr, *, pairs, ordered_modes, nonneg,
                fit_bias, n_iter):
   n_obs = jnp.maximum(m.sum(), 1.0)
   opt = optax.adam(lr)
@@ -369,7 +379,8 @@ def _alft_grad(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth, lr, *, pairs, ordere
     p = p._replace(mu=jnp.sum(m * (yv - alft_predict(p._replace(mu=0.0 * p.mu), bases, pairs))) / n_obs)
 
   def loss(p):
-    return _objective(p, yv, m, bases, rm, l2, smooth, pairs, ordered_modes) / n_obs
+    return _objective(p, yv, m, bases, rm, l2, smooth_N, smooth_offset, pairs,
+                      ordered_modes) / n_obs
 
   def step(carry, _):
     p, st = carry
@@ -403,11 +414,18 @@ def _prep(y, mask, params0, bases, pairs, rank_mask_R, eval_mask, ordered_modes)
   return params0, yv, m, bases, rm, ev_y, ev_m
 
 
+def _smooth_n(smooth, n_modes, dtype):
+  if np.ndim(smooth) not in (0, 1) or (np.ndim(smooth) == 1 and np.shape(smooth) != (n_modes,)):
+    raise ValueError(f"smooth must be a scalar or shape ({n_modes},), got shape {np.shape(smooth)}")
+  _common.check_in_range("smooth", smooth, 0.0)
+  return jnp.broadcast_to(jnp.asarray(smooth, dtype), (n_modes,))
+
+
 def alft_als(y: jax.Array, mask: jax.Array, params0: ALFTParams, bases: Sequence[jax.Array] = (),
              rank_mask_R: jax.Array | None = None, *, pairs: tuple = (), n_iter: int = 50,
-             l2: float = 1e-3, smooth: float = 0.0, ordered_modes: tuple = (),
-             nonneg: bool = False, fit_bias: bool = True, eval_mask: jax.Array | None = None
-             ) -> tuple[ALFTParams, FitTrace]:
+             l2: float = 1e-3, smooth=0.0, smooth_offset: float = 0.0,
+             ordered_modes: tuple = (), nonneg: bool = False, fit_bias: bool = True,
+             eval_mask: jax.Array | None = None) -> tuple[ALFTParams, FitTrace]:
   """Fits (A)LFT by block-coordinate exact least squares on the observed entries.
 
   Args:
@@ -417,8 +435,12 @@ def alft_als(y: jax.Array, mask: jax.Array, params0: ALFTParams, bases: Sequence
     bases: ``W_pq: (I_p, I_q, K)`` per aligned pair; empty for LFT.
     rank_mask_R: optional 0/1 ``(R_max,)`` selecting the CP components (vmappable rank).
     pairs: static aligned mode pairs ``((p, q), ...)``; ``()`` gives LFT.
-    n_iter: sweeps (static). l2: ridge ``lambda``. smooth: weight of second differences
-      on the factors of ``ordered_modes`` and on every offset function.
+    n_iter: sweeps (static). l2: ridge ``lambda``.
+    smooth: weight of the second differences of the factors ``A_n`` of ``ordered_modes``:
+      a scalar, or ``(N,)`` per-mode weights (traced, so vmappable; 0 switches a mode off).
+    smooth_offset: weight of the second differences of every offset function ``C_pq``.
+    ordered_modes: static tuple of the modes whose factor rows are solved jointly with
+      the smoothness term.
     nonneg: project biases and factors onto ``>= 0`` (non-negative LFT).
     fit_bias: fit ``mu`` and the linear biases (else they stay 0: plain masked CP when
       ``pairs == ()``).
@@ -430,16 +452,17 @@ def alft_als(y: jax.Array, mask: jax.Array, params0: ALFTParams, bases: Sequence
   T.check_rank("n_iter", n_iter)
   args = _prep(y, mask, params0, bases, pairs, rank_mask_R, eval_mask, ordered_modes)
   dt = args[1].dtype
-  return _alft_als(*args, jnp.asarray(l2, dt), jnp.asarray(smooth, dt), pairs=pairs,
+  return _alft_als(*args, jnp.asarray(l2, dt), _smooth_n(smooth, len(args[1].shape), dt),
+                   jnp.asarray(smooth_offset, dt), pairs=pairs,
                    ordered_modes=tuple(int(n) for n in ordered_modes), nonneg=bool(nonneg),
                    fit_bias=bool(fit_bias), n_iter=n_iter)
 
 
 def alft_grad(y: jax.Array, mask: jax.Array, params0: ALFTParams, bases: Sequence[jax.Array] = (),
               rank_mask_R: jax.Array | None = None, *, pairs: tuple = (), n_iter: int = 500,
-              lr: float = 0.02, l2: float = 1e-3, smooth: float = 0.0, ordered_modes: tuple = (),
-              nonneg: bool = False, fit_bias: bool = True, eval_mask: jax.Array | None = None
-              ) -> tuple[ALFTParams, FitTrace]:
+              lr: float = 0.02, l2: float = 1e-3, smooth=0.0, smooth_offset: float = 0.0,
+              ordered_modes: tuple = (), nonneg: bool = False, fit_bias: bool = True,
+              eval_mask: jax.Array | None = None) -> tuple[ALFTParams, FitTrace]:
   """Fits (A)LFT by full-batch Adam on the objective of the module docstring (divided by ``|Omega|``).
 
   Same arguments as :func:`alft_als`, with ``n_iter`` Adam steps of rate ``lr``.
@@ -447,6 +470,7 @@ def alft_grad(y: jax.Array, mask: jax.Array, params0: ALFTParams, bases: Sequenc
   T.check_rank("n_iter", n_iter)
   args = _prep(y, mask, params0, bases, pairs, rank_mask_R, eval_mask, ordered_modes)
   dt = args[1].dtype
-  return _alft_grad(*args, jnp.asarray(l2, dt), jnp.asarray(smooth, dt), jnp.asarray(lr, dt),
+  return _alft_grad(*args, jnp.asarray(l2, dt), _smooth_n(smooth, len(args[1].shape), dt),
+                    jnp.asarray(smooth_offset, dt), jnp.asarray(lr, dt),
                     pairs=pairs, ordered_modes=tuple(int(n) for n in ordered_modes),
                     nonneg=bool(nonneg), fit_bias=bool(fit_bias), n_iter=n_iter)

@@ -15,7 +15,8 @@ def get_config():
   c.ranks = (1, 2, 3, 4, 5, 6)
   c.n_iter_als = 150
   c.n_iter_grad = 1000
+  c.methods = ("cp_als", "cp_grad", "tucker_als", "lft_als", "lft_smooth", "alft_als")
   c.kinetic.n_init_seeds = 5
-  c.kinetic.n_iter = 600
+  c.kinetic.n_iter = 500
   c.kinetic.n_iter_tucker = 200
   return c
