@@ -117,7 +117,7 @@ def _plot(path: str, name: str, rc, data: pde.Split, pred: np.ndarray, err: floa
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.5))
     for ax, img, title in zip(axes[:3], (data.x_test[0], data.y_test[0], pred),
                               ("coefficient a", "solution u", "FNO")):
-      im = ax.imshow(img, origin="lower")
+      im = ax.imshow(np.asarray(img).T, origin="lower", extent=(0, 1, 0, 1))  # x right, y up
       ax.set_title(title)
       fig.colorbar(im, ax=ax, fraction=0.046)
   steps = [r["step"] for r in curve]

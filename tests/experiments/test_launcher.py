@@ -27,6 +27,12 @@ TINY = os.path.join(ROOT, "tests", "experiments", "fno_tiny_config.py")
 
 
 @pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+  """A persistent compilation cache shared by this module's launches (same programs)."""
+  return str(tmp_path_factory.mktemp("jax_cache"))
+
+
+@pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
   d = str(tmp_path_factory.mktemp("tfds"))
   pde.load("burgers", resolution=32, solver_resolution=64, n_train=32, n_test=8, num_steps=100,
@@ -34,12 +40,19 @@ def data_dir(tmp_path_factory):
   return d
 
 
-def _env(data_dir, devices=8):
-  env = dict(os.environ)
-  env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-  env["JAX_PLATFORMS"] = "cpu"
-  env["REPROJAX_DATA_DIR"] = data_dir
-  return env
+@pytest.fixture
+def env_for(data_dir, cache_dir):
+  """devices -> the environment of a launcher subprocess with that many CPU devices."""
+  def make(devices=8):
+    env = dict(os.environ)
+    env["JAX_COMPILATION_CACHE_DIR"] = cache_dir
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["JAX_PLATFORMS"] = "cpu"
+    env["REPROJAX_DATA_DIR"] = data_dir
+    return env
+  return make
 
 
 def _cmd(workdir, *overrides, config=TINY):
@@ -73,8 +86,8 @@ def _done_steps(workdir):
 NUM_STEPS = 15 * (32 // 8)  # epochs * steps per epoch of the tiny config
 
 
-def test_sigkill_then_resume_is_bit_identical(tmp_path, data_dir):
-  env = _env(data_dir)
+def test_sigkill_then_resume_is_bit_identical(tmp_path, env_for):
+  env = env_for()
   straight = tmp_path / "straight"
   res = _run(_cmd(straight), env)
   assert res.returncode == 0, res.stderr[-2000:]
@@ -109,8 +122,8 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path, data_dir):
     ("--config.generate_data=False", "generate"),
     ("--config.runs.burgers.learning_rate=1e30", "non-finite loss"),
 ])
-def test_bad_input_is_one_line(tmp_path, data_dir, override, expect):
-  env = _env(data_dir)
+def test_bad_input_is_one_line(tmp_path, env_for, override, expect):
+  env = env_for()
   if "generate_data" in override:
     env["REPROJAX_DATA_DIR"] = str(tmp_path / "empty")
   workdir = tmp_path / "w"
@@ -132,17 +145,17 @@ def _free_port():
     return s.getsockname()[1]
 
 
-def test_two_processes_match_one(tmp_path, data_dir):
+def test_two_processes_match_one(tmp_path, env_for):
   """2 processes x 2 CPU devices with jax.distributed equal 1 process x 4 devices."""
   single = tmp_path / "single"
-  res = _run(_cmd(single), _env(data_dir, devices=4))
+  res = _run(_cmd(single), env_for(4))
   assert res.returncode == 0, res.stderr[-2000:]
 
   multi = tmp_path / "multi"
   port = _free_port()
   procs = [subprocess.Popen(
       _cmd(multi, f"--coordinator_address=localhost:{port}", "--num_processes=2",
-           f"--process_id={i}"), env=_env(data_dir, devices=2), cwd=ROOT,
+           f"--process_id={i}"), env=env_for(2), cwd=ROOT,
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
   outs = [p.communicate(timeout=300)[0] for p in procs]
   assert all(p.returncode == 0 for p in procs), outs[0][-3000:] + outs[1][-3000:]
