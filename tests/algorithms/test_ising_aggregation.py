@@ -178,16 +178,16 @@ def test_em_recovers_class_dependent_ising_parameters_error_shrinks_with_n():
   w0, w1 = jnp.asarray(w0 + w0.T), jnp.asarray(w1 + w1.T)
   truth = np.concatenate([np.stack([h0, h1]).ravel(), np.stack([w0, w1]).ravel()])
   rms = {}
-  for n in (1000, 16000):
+  for n in (1000, 8000):
     d = data_ia.sample_ising_judges(jax.random.key(n), n, h0, h1, w0, w1, 0.45)
-    fit = ia.fit_ising_em(d.votes_NxK, e_step="exact", l2=1e-4, l2_field=1e-5, max_iters=120)
+    fit = ia.fit_ising_em(d.votes_NxK, e_step="exact", l2=1e-4, l2_field=1e-5, max_iters=100)
     est = np.concatenate([np.asarray(fit.params.h_2xK).ravel(),
                           np.asarray(fit.params.W_2xKxK).ravel()])
     rms[n] = float(np.sqrt(np.mean((est - truth) ** 2)))
     print(f"EM recovery n={n:6d}: rms error {rms[n]:.3f}, max {np.max(np.abs(est - truth)):.3f}, "
           f"prior {float(fit.params.prior):.3f} (true 0.45), {int(fit.num_iters)} iterations")
-  assert rms[16000] < 0.6 * rms[1000]
-  assert rms[16000] < 0.2
+  assert rms[8000] < 0.7 * rms[1000]
+  assert rms[8000] < 0.3
 
 
 def test_supervised_fit_recovers_parameters():
@@ -195,10 +195,10 @@ def test_supervised_fit_recovers_parameters():
   h0, w0 = _rand_model(rng, 5, 0.5)
   h1, w1 = _rand_model(rng, 5, 0.5)
   args = [jnp.asarray(a, jnp.float32) for a in (h0, h1, w0, w1)]
-  d = data_ia.sample_ising_judges(jax.random.key(7), 40000, *args, 0.5)
+  d = data_ia.sample_ising_judges(jax.random.key(7), 20000, *args, 0.5)
   p = ia.fit_ising_supervised(d.votes_NxK, d.labels_N, l2=0.0, l2_field=0.0)
-  np.testing.assert_allclose(p.h_2xK, np.stack([h0, h1]), atol=0.12)
-  np.testing.assert_allclose(p.W_2xKxK, np.stack([w0, w1]), atol=0.15)
+  np.testing.assert_allclose(p.h_2xK, np.stack([h0, h1]), atol=0.2)
+  np.testing.assert_allclose(p.W_2xKxK, np.stack([w0, w1]), atol=0.25)
 
 
 # ---------------------------------------------------------------- other references

@@ -15,8 +15,8 @@ def get_config():
   c = quick.get_config()
   c.scale = "full"
   c.synth_ks = (3, 5, 8, 10, 12)
-  c.synth_items = 2000
-  c.synth_item_grid = (300, 1000, 4000, 16000)
+  c.synth_items = 4000
+  c.synth_item_grid = (300, 1000, 2000, 8000, 16000)
   c.semi_ks = (3, 5, 7, 9, 11)
   c.num_trials = 20
   c.max_iters = 300

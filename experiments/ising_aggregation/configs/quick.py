@@ -18,15 +18,15 @@ def get_config() -> ml_collections.ConfigDict:
   c.seed = 0  # the one seed; trials are jax.random.split of it
   c.num_trials = 20  # trials per cell (the paper: 20), vmapped
   c.synth_ks = (3, 5, 8)  # panel sizes K of the simulated dependent panels (at synth_items)
-  c.synth_items = 1000  # items per simulated trial for the K sweep
-  c.synth_item_grid = (300,)  # extra item counts at K = synth_ks[-1]
+  c.synth_items = 3000  # items per simulated trial for the K sweep
+  c.synth_item_grid = (500,)  # extra item counts at K = synth_ks[-1]
   c.clique_frac = 0.6  # share of the panel in the correlated clique
   c.semi_ks = (3, 5, 9)  # panel sizes of the semi-real scikit-learn judges
   c.semi_train_size = 150  # training fold per judge family (digits data)
   c.semi_feature_frac = 0.3  # share of the 64 pixels each judge sees
   c.l2 = 1e-3  # ridge on the Ising couplings (per item); the library default, not tuned on test labels
   c.l2_field = 1e-4  # ridge on the fields
-  c.max_iters = 60  # EM iterations at most (DS and Ising)
+  c.max_iters = 50  # EM iterations at most (DS and Ising)
   c.cw_ks = (4, 8, 16, 32, 64, 128, 256, 512, 1024)  # Curie-Weiss panel sizes (exact risks)
   c.crowd_manual_dir = ""  # folder of crowd_binary/jn_product; "" = $REPROJAX_MANUAL_DIR/...
   c.crowd_lf_nodes = 16  # Gauss-Hermite nodes of the latent-factor fit on the crowd data
