@@ -114,10 +114,9 @@ def quantum_params(n: int, delta: float, *, a: float = 0.25, extra_bits: int | N
                        repeats=repeats)
 
 
-def _reference(oracle, state, x_N, key, gamma, m_ref):
-  """Classical choice of u0 with large g.u0 > 0 (2 m_ref - 1 charged queries)."""
-  n = x_N.shape[0]
-  u_MxN = jax.random.normal(key, (m_ref, n), x_N.dtype)
+def _reference(oracle, state, x_N, z_MxN, gamma, m_ref):
+  """Classical choice of u0 with large g.u0 > 0 (2 m_ref - 1 charged queries); z: normals."""
+  u_MxN = z_MxN
   u_MxN = u_MxN / jnp.linalg.norm(u_MxN, axis=1, keepdims=True)
   pos, state = _oracle.compare(oracle, state, x_N + gamma * u_MxN, x_N - gamma * u_MxN)
   u_MxN = jnp.where(pos[:, None], u_MxN, -u_MxN)
@@ -167,30 +166,28 @@ def closed_form_kernel(c_N, params: QuantumParams):
   return p / jnp.sum(p, axis=1, keepdims=True), k_NxJ
 
 
-def sample_closed_form(key, c_N, params: QuantumParams):
+def sample_closed_form(u_4xRxN, c_N, params: QuantumParams):
   r"""``repeats`` outcomes per coordinate from the kernel centred at ``c_N`` (signed integers).
 
-  Inside the window :math:`|k-c|\le L` the exact kernel is used; the remaining mass
-  :math:`1-\sum_{|k-c|\le L}P(k)` (:math:`< 2/(\pi^2 L)`) is sampled from its large-offset
-  form :math:`P(c+\Delta)\approx 1/(\pi^2\Delta^2)` (average of :math:`\sin^2`), i.e.
-  :math:`|\Delta| = (L+\tfrac12)/U`, :math:`U\sim\mathcal U(0,1)`, random sign.
+  Inside the window :math:`|k-c|\le L` the exact kernel is used (inverse CDF); the
+  remaining mass :math:`1-\sum_{|k-c|\le L}P(k)` (:math:`< 2/(\pi^2 L)`) is sampled from
+  its large-offset form :math:`P(c+\Delta)\approx 1/(2\pi^2\Delta^2)` (average of
+  :math:`\sin^2`), i.e. :math:`|\Delta| = (L+\tfrac12)/U`, random sign. ``u_4xRxN`` holds
+  uniforms in (0, 1) (one PRNG call for the whole simulation keeps compiles short).
   """
-  n = c_N.shape[0]
-  R = params.repeats
-  k1, k2, k3, k4 = jax.random.split(key, 4)
   L = params.window
   j = jnp.arange(-L, L + 1)
   base = jnp.round(c_N)
   k_NxJ = base[:, None] + j[None, :]
   p = _fejer(c_N[:, None] - k_NxJ, params.N)  # exact values; sum <= 1
   inside = jnp.minimum(jnp.sum(p, axis=1), 1.0)  # (n,)
-  idx = jax.random.categorical(k1, jnp.log(p + 1e-300)[None], axis=-1, shape=(R, n))
-  k_in = jnp.take_along_axis(jnp.broadcast_to(k_NxJ, (R,) + k_NxJ.shape), idx[..., None],
-                             -1)[..., 0]
-  u = jax.random.uniform(k2, (R, n), c_N.dtype, minval=1e-12, maxval=1.0)
-  sgn = jnp.where(jax.random.bernoulli(k3, 0.5, (R, n)), 1.0, -1.0)
-  k_out = jnp.round(c_N[None] + sgn * (L + 0.5) / u)
-  tail = jax.random.uniform(k4, (R, n), c_N.dtype) > inside[None]
+  cdf = jnp.cumsum(p / jnp.sum(p, axis=1, keepdims=True), axis=1)  # (n, 2L+1)
+  idx = jnp.sum(cdf[None] < u_4xRxN[0][..., None], axis=-1)
+  idx = jnp.minimum(idx, 2 * L)
+  k_in = base[None] + idx - L
+  sgn = jnp.where(u_4xRxN[2] < 0.5, 1.0, -1.0)
+  k_out = jnp.round(c_N[None] + sgn * (L + 0.5) / u_4xRxN[1])
+  tail = u_4xRxN[3] > inside[None]
   return jnp.where(tail, k_out, k_in)
 
 
@@ -201,14 +198,18 @@ def _wrap(k, N):
 def _quantum_core(oracle, state, x_N, key, gamma, params: QuantumParams):
   """Closed-form simulation of one call: returns (unit vector, state charged params.queries)."""
   n = x_N.shape[0]
-  kref, ksamp = jax.random.split(key)
+  m, R = params.m_ref, params.repeats
+  # One PRNG call: 2 m n uniforms for Box-Muller normals, 4 R n for the measurement.
+  u = jax.random.uniform(key, (2 * m * n + 4 * R * n,), x_N.dtype, minval=1e-12, maxval=1.0)
+  u1, u2 = u[:m * n].reshape(m, n), u[m * n:2 * m * n].reshape(m, n)
+  z_MxN = jnp.sqrt(-2.0 * jnp.log(u1)) * jnp.cos(2.0 * jnp.pi * u2)
   count0 = state.count
-  u0, state = _reference(oracle, state, x_N, kref, gamma, params.m_ref)
+  u0, state = _reference(oracle, state, x_N, z_MxN, gamma, m)
   # Simulator: the exact slope w_i = r(e_i) by a long (uncharged) classical bisection.
   rng = 2.0 * max(params.B, math.sqrt(n) / 0.25)
   w_N = _coherent_search(oracle, x_N, u0, jnp.eye(n, dtype=x_N.dtype), gamma, rng, 60)
   c_N = params.M * w_N
-  k_RxN = sample_closed_form(ksamp, c_N, params)
+  k_RxN = sample_closed_form(u[2 * m * n:].reshape(4, R, n), c_N, params)
   k_RxN = _wrap(k_RxN, params.N)
   w_hat = jnp.median(k_RxN, axis=0) / params.M
   nrm = jnp.linalg.norm(w_hat)

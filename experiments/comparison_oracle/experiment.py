@@ -163,9 +163,10 @@ def run(config, workdir: str) -> Outcome:
   # n-scaling (ours, quantum) at eps_n; eps-scaling at n_eps in the same vmapped call.
   eps_grid = np.asarray(config.eps_grid, float)
   res = {"ours": {}, "quantum_sim": {}}
+  grids = {"ours": config.n_grid, "quantum_sim": config.n_grid_quantum}
   for name in ("ours", "quantum_sim"):
-    for n in config.n_grid:
-      if n == config.n_eps:
+    for n in grids[name]:
+      if n == config.n_eps and (name == "ours" or config.quantum_eps_scaling):
         eps_B = np.repeat(np.concatenate([eps_grid, [config.eps_n]]), S)
       else:
         eps_B = np.repeat([config.eps_n], S)
@@ -181,7 +182,7 @@ def run(config, workdir: str) -> Outcome:
   fits = {}
   for name in ("ours", "quantum_sim"):
     xs_, ys_, all_ok = [], [], True
-    for n in config.n_grid:
+    for n in grids[name]:
       q, ok = at(res[name][n], config.eps_n)
       all_ok &= bool(ok.all())
       xs_ += [n] * int(ok.sum())
@@ -193,8 +194,10 @@ def run(config, workdir: str) -> Outcome:
     m[f"{name}_n_all_reached"] = int(all_ok)
 
   eps_meds = {}
-  for name, r in (("ours", res["ours"][config.n_eps]), ("quantum_sim", res["quantum_sim"][
-      config.n_eps]), ("zhang_li", base)):
+  eps_runs = [("ours", res["ours"][config.n_eps]), ("zhang_li", base)]
+  if config.quantum_eps_scaling:
+    eps_runs.append(("quantum_sim", res["quantum_sim"][config.n_eps]))
+  for name, r in eps_runs:
     xs_, ys_, meds, all_ok = [], [], [], True
     for e in eps_grid:
       q, ok = at(r, e)
@@ -309,19 +312,23 @@ def run(config, workdir: str) -> Outcome:
   # ------------------------------------------------------------------- plots
   fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
   for name, color in (("ours", "C0"), ("quantum_sim", "C2")):
-    ns = np.asarray(config.n_grid, float)
-    meds = [m[f"{name}_queries_n{n}"] for n in config.n_grid]
+    ns = np.asarray(grids[name], float)
+    meds = [m[f"{name}_queries_n{n}"] for n in grids[name]]
     s, ci, c0 = fits[(name, "n")]
     ax[0].loglog(ns, meds, "o", color=color)
     ax[0].loglog(ns, np.exp(c0) * ns ** s, "-", color=color,
                  label=f"{name}: slope {s:.2f} ± {ci:.2f}")
+  ns = np.asarray(config.n_grid, float)
   ax[0].loglog(ns, m["ours_queries_n%d" % config.n_grid[0]] * (ns / ns[0]) ** 2, ":",
                color="gray", label="n^2 / n^1 guides")
-  ax[0].loglog(ns, m["quantum_sim_queries_n%d" % config.n_grid[0]] * (ns / ns[0]), ":",
+  nq = np.asarray(config.n_grid_quantum, float)
+  ax[0].loglog(nq, m["quantum_sim_queries_n%d" % config.n_grid_quantum[0]] * (nq / nq[0]), ":",
                color="gray")
   ax[0].set(xlabel="n", ylabel="queries to ||grad f|| <= eps", title=f"eps = {config.eps_n:g}")
   ax[0].legend(fontsize=8)
   for name, color in (("ours", "C0"), ("quantum_sim", "C2"), ("zhang_li", "C1")):
+    if (name, "eps") not in fits:
+      continue
     s, ci, c0 = fits[(name, "eps")]
     ax[1].loglog(eps_grid, eps_meds[name], "o", color=color)
     ax[1].loglog(eps_grid, np.exp(c0) * eps_grid ** s, "-", color=color,

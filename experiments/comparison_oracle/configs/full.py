@@ -15,6 +15,8 @@ def get_config():
   c.scale = "full"
   c.num_seeds = 16
   c.n_grid = (2, 4, 8, 16, 32)
+  c.n_grid_quantum = (2, 4, 8, 16, 32)
+  c.quantum_eps_scaling = True
   c.eps_grid = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4)
   c.hess_n_grid = (2, 4, 8, 16)
   c.cma_n = 8

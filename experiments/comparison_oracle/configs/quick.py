@@ -18,6 +18,8 @@ def get_config():
   c.seed = 0  # root PRNG seed (starts, random bases, quantum outcomes)
   c.num_seeds = 4  # starts per setting, vmapped
   c.n_grid = (2, 4, 8, 16)  # dimensions for the n-scaling of ours and the quantum simulation
+  c.n_grid_quantum = (4, 8, 16)  # dimensions for the quantum simulation
+  c.quantum_eps_scaling = False  # also run the quantum simulation over eps_grid at n_eps
   c.eps_n = 1e-3  # target ||grad f|| for the n-scaling
   c.n_eps = 4  # dimension for the eps-scaling
   c.eps_grid = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4)  # targets for the eps-scaling
