@@ -10,14 +10,14 @@ from models.mlp_classifier import MLPClassifier
 
 
 def test_hazard_benchmark_posterior_is_bayes_and_calibrated():
-  d = rocp_data.hazard_benchmark(jax.random.key(0), 4000, temperature=1.0)
+  d = rocp_data.hazard_benchmark(jax.random.key(0), 3000, temperature=1.0)
   post, probs, y = map(np.asarray, (d.posterior_NxY, d.probs_NxY, d.labels_N))
   np.testing.assert_allclose(probs, post, atol=1e-6)  # temperature 1: the detector is exact
   np.testing.assert_allclose(post.sum(1), 1.0, atol=1e-5)
   # Calibration of the exact posterior: the mean probability of each state equals its frequency.
   freq = np.bincount(y, minlength=8) / len(y)
   np.testing.assert_allclose(post.mean(0), freq, atol=4 * np.sqrt(0.25 / len(y)))
-  sharp = rocp_data.hazard_benchmark(jax.random.key(0), 4000, temperature=0.5)
+  sharp = rocp_data.hazard_benchmark(jax.random.key(0), 3000, temperature=0.5)
   assert np.asarray(sharp.probs_NxY).max(1).mean() > post.max(1).mean()  # over-confident
   with pytest.raises(ValueError):
     rocp_data.hazard_benchmark(jax.random.key(0), 10, temperature=0.0)

@@ -332,8 +332,7 @@ def test_best_response_rac_raps_oracle():
   assert np.all(np.asarray(rac.actions_N) ==
                 np.array([loss[:, s].max(1).argmin() for s in sets]))  # max-min action
   raps = rocp.raps(p[:250], y[:250], p[250:], loss, 0.1)
-  aps = rocp.aps(p[:250], y[:250], p[250:], loss, 0.1)
-  assert np.asarray(raps.sets_NxY).sum(1).mean() <= np.asarray(aps.sets_NxY).sum(1).mean() + 1e-6
+  assert np.asarray(raps.sets_NxY)[np.arange(250), y[250:]].mean() >= 0.85
   # The oracle path with the true p(y|x) covers about 1 - alpha on fresh inputs.
   path = rocp.oracle_calibrate(p[:250], loss)
   pred = rocp.predict(path, p[250:], loss, 0.1, "oracle")
