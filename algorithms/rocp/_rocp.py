@@ -30,7 +30,8 @@ class Prediction(NamedTuple):
 
   sets_NxY: jax.Array  # bool (N, Y)
   actions_N: jax.Array  # int32 (N,): minimax action on each set at the calibration's alpha
-  beta: jax.Array  # float (): the global beta-hat (inf when no beta reaches the target)
+  beta: jax.Array  # float (): ROCP's global beta-hat (inf: no beta reaches the target);
+  # the score threshold q-hat for LAC/APS/RAPS, the level t for RAC
 
 
 def _check_probs_loss(probs, loss_AxY, name="probs_NxY", ndim=2):
