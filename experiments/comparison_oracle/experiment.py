@@ -377,7 +377,7 @@ def run(config, workdir: str) -> Outcome:
             f"slope {eb:.2f} ± {m['zhang_li_eps_slope_ci95']:.2f}", bool(abs(eb + 2.0) <= tol)),
       Claim("crossover", "below some eps ours needs fewer queries than the baseline",
             "n^2/eps^1.5 < n/eps^2 for small eps",
-            f"crossover eps ~ {cross:.2g}; ours steeper-free: {eo:.2f} vs {eb:.2f}",
+            f"crossover eps ~ {cross:.2g}; eps-slopes: ours {eo:.2f}, baseline {eb:.2f}",
             bool(np.isfinite(cross) and m["ours_cheaper_at_smallest_eps"] and eo > eb)),
       Claim("hessian_n2_log", "Hessian estimation to delta uses ~ n^2 log(1/delta) queries",
             "O~(n^2 log(1/delta))",
