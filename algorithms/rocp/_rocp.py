@@ -72,7 +72,8 @@ def _select_level(probs_Y, loss_AxY, beta):
   finite = jnp.isfinite(beta)
   k = _optimal.piece_at(pcs, jnp.where(finite, beta, 0.0))
   t = jnp.where(finite, pcs.t_M[k], 1.0)
-  return t, pcs.sets_MxY[k] | ~finite, pcs.action_M[k]
+  minimax_all = jnp.argmin(loss_AxY.max(-1)).astype(jnp.int32)  # the action of C = Y
+  return t, pcs.sets_MxY[k] | ~finite, jnp.where(finite, pcs.action_M[k], minimax_all)
 
 
 def value_at_levels(probs_Y: jax.Array, loss_AxY: jax.Array) -> _optimal.Candidates:
