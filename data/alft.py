@@ -62,7 +62,7 @@ def _smooth_factors(key, n, rank, dtype):
 
 def aligned_tensor(key: jax.Array, size: int = 30, n_time: int = 20, rank: int = 3, *,
                    aligned_scale: float = 1.0, onset: int = 1, decay: float = 2.0,
-                   noise_std: float = 0.05, control: bool = False,
+                   noise_std: float = 0.05, control=False,
                    dtype=jnp.float32) -> AlignedTensor:
   """Synthetic HDI tensor with aligned ordered modes 0 and 1 (module docstring).
 
@@ -73,7 +73,8 @@ def aligned_tensor(key: jax.Array, size: int = 30, n_time: int = 20, rank: int =
     aligned_scale: amplitude ``a`` of the aligned part. onset: ``d0``, the first offset
       with a response. decay: ``tau`` of the one-sided exponential response.
     noise_std: std of the i.i.d. Gaussian noise added to ``truth``.
-    control: permute modes 0 and 1 independently (the unordered control).
+    control: permute modes 0 and 1 independently (the unordered control); a bool or a
+      traced bool array (vmappable).
 
   Returns:
     :class:`AlignedTensor`; the planted CP part is ``truth - aligned``.
@@ -82,11 +83,11 @@ def aligned_tensor(key: jax.Array, size: int = 30, n_time: int = 20, rank: int =
     raise ValueError(f"need size >= 2, n_time >= 1, rank >= 1; got {size}, {n_time}, {rank}")
   if noise_std < 0 or decay <= 0:
     raise ValueError(f"need noise_std >= 0 and decay > 0; got {noise_std}, {decay}")
-  return _aligned_tensor(key, size, n_time, rank, aligned_scale, onset, decay, noise_std, control,
-                         dtype)
+  return _aligned_tensor(key, size, n_time, rank, aligned_scale, onset, decay, noise_std,
+                         jnp.asarray(control, bool), dtype)
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2, 3, 8, 9))
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 9))
 def _aligned_tensor(key, size, n_time, rank, aligned_scale, onset, decay, noise_std, control, dtype):
   k0, k1, k2, kv, kn, kp0, kp1 = jax.random.split(key, 7)
   a0 = _smooth_factors(k0, size, rank, dtype)
@@ -101,10 +102,10 @@ def _aligned_tensor(key, size, n_time, rank, aligned_scale, onset, decay, noise_
   aligned = toeplitz[:, :, None] * v[None, None, :]
   truth = cp + aligned
   y = truth + noise_std * jax.random.normal(kn, truth.shape, dtype)
-  if control:
-    p0 = jax.random.permutation(kp0, size)
-    p1 = jax.random.permutation(kp1, size)
-    y, truth, aligned = (x[p0][:, p1] for x in (y, truth, aligned))
+  # control (a traced bool, so both kinds share one compilation): shuffle modes 0 and 1
+  p0 = jnp.where(control, jax.random.permutation(kp0, size), jnp.arange(size))
+  p1 = jnp.where(control, jax.random.permutation(kp1, size), jnp.arange(size))
+  y, truth, aligned = (x[p0][:, p1] for x in (y, truth, aligned))
   return AlignedTensor(y, truth, aligned, h, v)
 
 

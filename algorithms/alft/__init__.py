@@ -71,11 +71,6 @@ def _alft_args(key):
   return y, mask, init_alft(k, _SHAPE, 2, pairs=_PAIRS, bases=(_BASIS,)), (_BASIS,)
 
 
-def _lft_args(key):
-  y, mask, k = _data(key)
-  return y, mask, init_alft(k, _SHAPE, 2)
-
-
 def _bad_cp():
   y, _, k = _data(jax.random.key(0))
   return y, jnp.ones((5, 4)), init_cp(k, _SHAPE, 2)  # mask shape differs from the tensor
@@ -87,9 +82,9 @@ def _bad_alft():
           (_BASIS,))  # every entry missing
 
 
-def _bad_lft():
+def _bad_lft_cp():
   y, mask, k = _data(jax.random.key(0))
-  return y.at[0, 0, 0].set(jnp.nan), mask, init_alft(k, _SHAPE, 2)  # non-finite observed value
+  return y.at[0, 0, 0].set(jnp.nan), mask, init_cp(k, _SHAPE, 2)  # non-finite observed value
 
 
 def _bad_tucker():
@@ -100,12 +95,9 @@ def _bad_tucker():
 
 EXAMPLES = (
     Example("cp_als", lambda y, m, f: cp_als(y, m, f, n_iter=5), _cp_args, _bad_cp()),
-    Example("cp_grad", lambda y, m, f: cp_grad(y, m, f, n_iter=5), _cp_args, _bad_cp()),
+    Example("cp_grad", lambda y, m, f: cp_grad(y, m, f, n_iter=5), _cp_args, _bad_lft_cp()),
     Example("tucker_als", lambda y, m, c, f: tucker_als(y, m, c, f, n_iter=3), _tucker_args,
             _bad_tucker()),
-    Example("tucker_grad", lambda y, m, c, f: tucker_grad(y, m, c, f, n_iter=5), _tucker_args,
-            _bad_tucker()),
-    Example("lft_als", lambda y, m, p: alft_als(y, m, p, n_iter=3), _lft_args, _bad_lft()),
     Example("alft_als", lambda y, m, p, b: alft_als(y, m, p, b, pairs=_PAIRS, n_iter=3),
             _alft_args, _bad_alft()),
     Example("alft_grad", lambda y, m, p, b: alft_grad(y, m, p, b, pairs=_PAIRS, n_iter=5),

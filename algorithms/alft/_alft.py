@@ -343,15 +343,15 @@ _STATIC = ("pairs", "ordered_modes", "nonneg", "fit_bias", "n_iter")
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
-def _alft_als(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth_N, smooth_offset, *, pairs, ordered_modes, nonneg,
-              fit_bias, n_iter):
+def _alft_als(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth_N, smooth_offset, *, pairs,
+              ordered_modes, nonneg, fit_bias, n_iter):
   p = p._replace(factors=tuple(a * rm for a in p.factors))
   if not fit_bias:
     p = p._replace(mu=jnp.zeros_like(p.mu), biases=tuple(jnp.zeros_like(b) for b in p.biases))
 
   def step(p, _):
-    p = _als_sweep(p, yv, m, bases, rm, l2, smooth_N, smooth_offset, pairs=pairs, ordered_modes=ordered_modes,
-                   nonneg=nonneg, fit_bias=fit_bias)
+    p = _als_sweep(p, yv, m, bases, rm, l2, smooth_N, smooth_offset, pairs=pairs,
+                   ordered_modes=ordered_modes, nonneg=nonneg, fit_bias=fit_bias)
     pred = alft_predict(p, bases, pairs)
     return p, (_rmse(pred, yv, m), _rmse(pred, ev_y, ev_m))
 
@@ -360,8 +360,8 @@ def _alft_als(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth_N, smooth_offset, *, p
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
-def _alft_grad(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth_N, smooth_offset, lr, *, pairs, ordered_modes, nonneg,
-               fit_bias, n_iter):
+def _alft_grad(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth_N, smooth_offset, lr, *, pairs,
+               ordered_modes, nonneg, fit_bias, n_iter):
   n_obs = jnp.maximum(m.sum(), 1.0)
   opt = optax.adam(lr)
   proj = (lambda a: jnp.maximum(a, 0.0)) if nonneg else (lambda a: a)

@@ -245,9 +245,10 @@ def _plots(workdir, config, synth, tl_synth, grid, h_B, kin, kin_tl_issue):
   for di in range(dens.size):
     sel = np.flatnonzero((grid[:, 0] == 0) & (grid[:, 1] == 0) & (grid[:, 2] == di))[0]
     h = h_B[sel]
-    ax.plot(d, h / (np.abs(h).max() + 1e-12), ".-", lw=0.8, label=f"ALFT, {100 * dens[di]:.0f}%")
+    peak = h[np.argmax(np.abs(h))]  # (C, V) -> (-C, -V) leaves the model unchanged: fix the sign
+    ax.plot(d, h / (peak + 1e-12), ".-", lw=0.8, label=f"ALFT, {100 * dens[di]:.0f}%")
   ax.set_xlabel("offset d = i_1 - i_0")
-  ax.set_ylabel("h(d) / max |h|")
+  ax.set_ylabel("h(d) / h(peak)")
   ax.legend(fontsize=7)
   fig.tight_layout()
   fig.savefig(os.path.join(workdir, "synthetic_offset_function.png"), dpi=120)
