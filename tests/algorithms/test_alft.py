@@ -245,3 +245,18 @@ def test_kinetic_loader_and_holdout():
   assert np.array_equal(tr, tr2)
   with pytest.raises(FileNotFoundError):
     dalft.load_kinetic("/nonexistent/folder")
+
+
+def test_gradient_fits_decrease_the_loss_and_respect_nonnegativity():
+  y = alft.cp_to_tensor(alft.init_cp(jax.random.key(0), SHAPE, 2))
+  mask = _mask(jax.random.key(1), SHAPE, 0.7).astype(jnp.float32)
+  _, tr = alft.cp_grad(y, mask, alft.init_cp(jax.random.key(2), SHAPE, 2), n_iter=300, lr=0.05)
+  assert float(tr.train_rmse_T[-1]) < 0.1 * float(tr.train_rmse_T[0])
+  core, fs, tr = alft.tucker_grad(y, mask, *alft.init_tucker(jax.random.key(3), SHAPE, (2, 2, 2)),
+                                  n_iter=300, lr=0.05)
+  assert float(tr.train_rmse_T[-1]) < 0.1 * float(tr.train_rmse_T[0])
+  assert core.shape == (2, 2, 2) and [f.shape for f in fs] == [(6, 2), (5, 2), (4, 2)]
+  p, tr = alft.alft_grad(y, mask, alft.init_alft(jax.random.key(4), SHAPE, 2), n_iter=300,
+                         lr=0.05, nonneg=True)
+  assert float(tr.train_rmse_T[-1]) < 0.2 * float(tr.train_rmse_T[0])
+  assert all(float(jnp.min(a)) >= 0 for a in p.factors + p.biases)  # non-negative LFT
