@@ -225,19 +225,25 @@ def test_noisy_oracle_majority_vote_converges_with_measured_overhead():
   overhead = out["noisy"] / out["exact"]
   # Majority voting costs `votes` repeats per comparison; iterations barely change.
   assert 0.7 * votes <= overhead <= 1.5 * votes, (overhead, votes)
-  # Without votes the same noise breaks the bisections: the angle error is large.
-  bad = co.make_oracle(f, 2, flip_prob=p)
-  x = jnp.array([0.5, 0.4])
-  errs = []
-  for s in range(8):
-    u, _ = co.normalized_gradient(bad, co.init_state(jax.random.key(s)), x, gamma=1e-4, bits=20)
-    errs.append(_angle(u, jax.grad(f)(x)))
-  assert max(errs) > 1e-3
-  # A flip probability that grows near ties (p0 = 0.45 at |f(x) - f(y)| = 0) with votes.
-  gap = co.make_oracle(f, 2, flip_prob=0.45, flip_scale=1e-6, votes=co.votes_for(0.45, 1e3))
-  u, st = co.normalized_gradient(gap, co.init_state(jax.random.key(0)), x, gamma=1e-3, bits=12)
-  assert _angle(u, jax.grad(f)(x)) < 1e-2
-  assert int(st.count) == gap.votes * co.gradient_queries(2, 12)
+
+
+def test_noise_model_flip_rates():
+  """Empirical flip rates: p0 exp(-|f(x)-f(y)|/tau) per answer, Hoeffding bound after voting."""
+  f = lambda x: jnp.sum(x)
+  x = jnp.array([[0.0], [0.0], [0.0]])
+  y = jnp.array([[-0.5], [-2.0], [-10.0]])  # f(x) > f(y) always; gaps 0.5, 2, 10
+  p0, tau, T = 0.4, 1.0, 4000
+  for votes in (1, 9):
+    orc = co.make_oracle(f, 1, flip_prob=p0, flip_scale=tau, votes=votes)
+    bits, st = jax.jit(jax.vmap(lambda k: co.compare(orc, co.init_state(k), x, y)))(
+        jax.random.split(jax.random.key(0), T))
+    wrong = 1.0 - np.asarray(bits).mean(axis=0)
+    p = p0 * np.exp(-np.array([0.5, 2.0, 10.0]) / tau)
+    if votes == 1:
+      np.testing.assert_allclose(wrong, p, atol=4 * np.sqrt(0.25 / T))
+    else:
+      assert np.all(wrong <= np.exp(-2 * votes * (0.5 - p) ** 2) + 4 * np.sqrt(0.25 / T))
+    assert np.all(np.asarray(st.count) == 3 * votes)
 
 
 # ----------------------------------------------------------------------------- bad input
