@@ -293,12 +293,18 @@ def run(config, workdir: str) -> Outcome:
     angs.append(float(np.arccos(np.clip(np.dot(uq, uc), -1, 1))))
   m["quantum_vs_classical_max_angle"] = max(angs)
 
-  # CMA-ES on the same function at n = cma_n.
+  # CMA-ES on the same function at n = cma_n (skipped, with a warning, without `cma`).
+  try:
+    import cma  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+    have_cma = True
+  except ImportError:
+    logging.warning("pip package `cma` not installed: CMA-ES comparison skipped")
+    have_cma = False
   fC, monC = problem(config.cma_n, config, config.seed)
   x0C = np.asarray(starts(config.cma_n, config.cma_seeds, config.start_radius,
                           jax.random.key(config.seed + 99),
                           minimizer(config.cma_n, config, config.seed)))
-  for e in config.cma_eps:
+  for e in (config.cma_eps if have_cma else ()):
     ev, cp, okc = [], [], []
     for s_ in range(config.cma_seeds):
       a, b_, c_ = cma_queries(fC, monC, x0C[s_], e, config.seed + s_, config.cma_max_evals)
@@ -334,7 +340,7 @@ def run(config, workdir: str) -> Outcome:
     ax[1].loglog(eps_grid, np.exp(c0) * eps_grid ** s, "-", color=color,
                  label=f"{name}: slope {s:.2f} ± {ci:.2f}")
   ce = np.asarray(config.cma_eps, float)
-  if config.cma_n == config.n_eps:
+  if have_cma and config.cma_n == config.n_eps:
     ax[1].loglog(ce, [m[f"cma_comparisons_eps{e:g}"] for e in config.cma_eps], "s--",
                  color="C3", label="CMA-ES (sorting comparisons)")
   if np.isfinite(cross):
