@@ -32,7 +32,8 @@ from algorithms.alft._cp import FitTrace, _rmse
 
 def init_tucker(key: jax.Array, shape: Sequence[int], ranks: Sequence[int], scale: float = 1.0,
                 dtype=jnp.float32) -> tuple[jax.Array, tuple[jax.Array, ...]]:
-  """Random orthonormal factors ``A_n: (I_n, R_n)`` and a Gaussian core of std ``scale``."""
+  """Random orthonormal factors ``A_n: (I_n, R_n)`` and a Gaussian core scaled so entries of the
+  reconstruction have std about ``scale`` (core std ``scale * sqrt(prod I_n / prod R_n)``)."""
   shape = tuple(int(s) for s in shape)
   ranks = tuple(ranks)
   if len(ranks) != len(shape):
