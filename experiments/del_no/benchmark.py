@@ -1,0 +1,48 @@
+r"""Per-step training time of del-NO against its plain backbone, side by side (issue item 4).
+
+    python -m experiments.del_no.benchmark [--resolution=256 --batch=32 --repeats=20]
+
+For each backbone (FNO, U-Net, DeepONet) times one jitted training step (forward,
+backward, optimizer update) of the backbone alone and of the same backbone with
+K = 2 GL derivative channels (gl_terms = 16), and of the spectral variant; prints a
+markdown table for the experiment README.
+"""
+
+from __future__ import annotations
+
+from absl import app
+from absl import flags
+import jax
+import jax.numpy as jnp
+
+from experiments.del_no import experiment
+from experiments.del_no.configs import quick
+from models import del_no
+
+_RES = flags.DEFINE_integer("resolution", 256, "grid points")
+_BATCH = flags.DEFINE_integer("batch", 32, "batch size")
+_REPEATS = flags.DEFINE_integer("repeats", 20, "timed steps (median)")
+
+
+def main(argv):
+  del argv
+  config = quick.get_config()
+  x = jax.random.normal(jax.random.key(0), (_BATCH.value, _RES.value))
+  y = jnp.roll(x, 3, axis=-1)
+  print(f"device: {jax.devices()[0].device_kind}, grid {_RES.value}, batch {_BATCH.value}")
+  print("| backbone | backbone ms/step | del-NO GL ms/step | overhead | del-NO spectral ms/step | overhead |")
+  print("|---|---|---|---|---|---|")
+  config.backbones.fno_depth = 4
+  for name in ("fno", "unet", "deeponet"):
+    base, opt = experiment.make_model(name, config, 2, False)
+    t_base = experiment.step_time(base, opt, x, y, 1, _REPEATS.value)
+    aug, opt_aug = experiment.make_model(name, config, 2, True)
+    t_gl = experiment.step_time(aug, opt_aug, x, y, 1, _REPEATS.value)
+    spec = del_no.DelNO(experiment.make_backbone(name, config.backbones), method="spectral")
+    t_sp = experiment.step_time(spec, opt_aug, x, y, 1, _REPEATS.value)
+    print(f"| {name} | {1e3 * t_base:.2f} | {1e3 * t_gl:.2f} | {100 * (t_gl / t_base - 1):+.0f}% "
+          f"| {1e3 * t_sp:.2f} | {100 * (t_sp / t_base - 1):+.0f}% |")
+
+
+if __name__ == "__main__":
+  app.run(main)
