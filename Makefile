@@ -14,6 +14,7 @@ $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --no-deps 'crowd-kit>=1.4,<2'
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -273,8 +273,8 @@ def test_coverage_over_random_splits_within_binomial_band():
 
 
 def _mapie_sets(p, y, n, score, alpha, seed=7):
-  mapie_cls = pytest.importorskip("mapie.classification")
-  base = pytest.importorskip("sklearn.base")
+  from mapie import classification as mapie_cls  # test extra  # pylint: disable=g-import-not-at-top
+  from sklearn import base  # pylint: disable=g-import-not-at-top
 
   class Fixed(base.ClassifierMixin, base.BaseEstimator):
     def __init__(self, probs=None):

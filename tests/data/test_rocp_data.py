@@ -35,7 +35,6 @@ def test_loss_matrices_and_critical_masks():
 
 
 def test_breast_cancer_loader_and_csv_folder(tmp_path):
-  pytest.importorskip("sklearn")
   x, y = rocp_data.load_breast_cancer()
   assert x.shape == (569, 30) and y.shape == (569,)
   assert int(y.sum()) == 212  # malignant cases
