@@ -174,6 +174,12 @@ def run(config, workdir: str) -> Outcome:
   base = (np.repeat(np.concatenate([eps_grid, [config.eps_n]]), S),) + queries_to_eps(
       "zhang_li", config.n_eps, np.repeat(np.concatenate([eps_grid, [config.eps_n]]), S), config)
 
+  base_n = {}
+  if config.baseline_n_scaling:
+    for n in config.n_grid:
+      if n != config.n_eps:
+        base_n[n] = queries_to_eps("zhang_li", n, np.repeat([config.eps_n], S), config)
+
   def at(r, eps):
     eps_B, q, _, ok = r
     sel = np.isclose(eps_B, eps)
@@ -192,6 +198,20 @@ def run(config, workdir: str) -> Outcome:
     fits[(name, "n")] = (s, ci, c0)
     m[f"{name}_n_slope"], m[f"{name}_n_slope_ci95"] = s, ci
     m[f"{name}_n_all_reached"] = int(all_ok)
+
+  if config.baseline_n_scaling:
+    xs_, ys_ = [], []
+    for n in config.n_grid:
+      if n == config.n_eps:
+        q, ok = at(base, config.eps_n)
+      else:
+        q, _, ok = base_n[n]
+      xs_ += [n] * int(ok.sum())
+      ys_ += list(q[ok])
+      m[f"zhang_li_queries_n{n}"] = float(np.median(q))
+    s_, ci_, c0_ = fit_loglog(xs_, ys_)
+    fits[("zhang_li", "n")] = (s_, ci_, c0_)
+    m["zhang_li_n_slope"], m["zhang_li_n_slope_ci95"] = s_, ci_
 
   eps_meds = {}
   eps_runs = [("ours", res["ours"][config.n_eps]), ("zhang_li", base)]
@@ -314,6 +334,13 @@ def run(config, workdir: str) -> Outcome:
     m[f"cma_evals_eps{e:g}"] = float(np.median(ev))
     m[f"cma_comparisons_eps{e:g}"] = float(np.median(cp))
     m[f"cma_reached_eps{e:g}"] = int(all(okc))
+  for n in (config.cma_n_grid if have_cma else ()):  # CMA-ES as n varies, at eps_n
+    fN, monN = problem(n, config, config.seed)
+    x0N = np.asarray(starts(n, config.cma_seeds, config.start_radius,
+                            jax.random.key(config.seed + 98), minimizer(n, config, config.seed)))
+    cp = [cma_queries(fN, monN, x0N[s_], config.eps_n, config.seed + s_,
+                      config.cma_max_evals)[1] for s_ in range(config.cma_seeds)]
+    m[f"cma_comparisons_n{n}"] = float(np.median(cp))
 
   # ------------------------------------------------------------------- plots
   fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
@@ -324,6 +351,16 @@ def run(config, workdir: str) -> Outcome:
     ax[0].loglog(ns, meds, "o", color=color)
     ax[0].loglog(ns, np.exp(c0) * ns ** s, "-", color=color,
                  label=f"{name}: slope {s:.2f} ± {ci:.2f}")
+  if ("zhang_li", "n") in fits:
+    ns = np.asarray(config.n_grid, float)
+    s, ci, c0 = fits[("zhang_li", "n")]
+    ax[0].loglog(ns, [m[f"zhang_li_queries_n{n}"] for n in config.n_grid], "o", color="C1")
+    ax[0].loglog(ns, np.exp(c0) * ns ** s, "-", color="C1",
+                 label=f"zhang_li: slope {s:.2f} ± {ci:.2f}")
+  if have_cma and config.cma_n_grid:
+    ax[0].loglog(np.asarray(config.cma_n_grid, float),
+                 [m[f"cma_comparisons_n{n}"] for n in config.cma_n_grid], "s--", color="C3",
+                 label="CMA-ES (sorting comparisons)")
   ns = np.asarray(config.n_grid, float)
   ax[0].loglog(ns, m["ours_queries_n%d" % config.n_grid[0]] * (ns / ns[0]) ** 2, ":",
                color="gray", label="n^2 / n^1 guides")

@@ -23,4 +23,6 @@ def get_config():
   c.cma_eps = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3)
   c.cma_seeds = 5
   c.noise_run = True
+  c.cma_n_grid = (2, 4, 8, 16, 32)
+  c.baseline_n_scaling = True
   return c

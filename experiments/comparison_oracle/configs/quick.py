@@ -41,5 +41,7 @@ def get_config():
   c.cma_eps = (1e-1, 1e-2, 1e-3)  # CMA-ES targets
   c.cma_seeds = 2  # CMA-ES runs per target (a Python loop: cma is not JAX)
   c.cma_max_evals = 20000
+  c.cma_n_grid = ()  # CMA-ES as n varies (at eps_n); empty: skipped
+  c.baseline_n_scaling = False  # also run the baseline over n_grid at eps_n
   c.slope_tol = 0.3  # |fitted slope - paper exponent| counted as "near"
   return c
