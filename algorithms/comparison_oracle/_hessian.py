@@ -26,8 +26,9 @@ Errors. Direction errors :math:`\delta_g` are amplified by
 :math:`t_0 = 2\|g\|/\hat g^\top H\hat g`, and we take :math:`s = t_0/2` (or the
 cap when the curvature along :math:`\hat g` is not positive).
 
-Cost. :math:`2n` normalized gradients at :math:`K = \lceil\log_2(\sqrt n/\delta_g)\rceil`
-bits: :math:`2n(2n-1+(n-1)K) = O(n^2\log(n/\delta))` comparisons classically (the
+Cost. :math:`2n+1` normalized gradients (at :math:`x` and :math:`x\pm sv_k`) at
+:math:`K = \lceil\log_2(\sqrt n/\delta_g)\rceil` bits plus :math:`J` for the scale:
+:math:`(2n+1)(2n-1+(n-1)K) + J = O(n^2\log(n/\delta))` comparisons classically (the
 paper's :math:`\tilde O(n^2\log(1/\delta))`), and :math:`2n \cdot O(\log(n/\delta))` with the
 quantum estimator of :mod:`._quantum` (simulated classically), the :math:`\tilde O(n)`
 that turns :math:`n^2/\epsilon^{1.5}` into :math:`n/\epsilon^{1.5}`.
