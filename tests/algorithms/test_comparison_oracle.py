@@ -162,7 +162,6 @@ _EPS = 1e-3
 
 def _problems():
   A3 = jnp.diag(jnp.array([-1.0, 0.5, 2.0]))
-  rng = np.random.default_rng(7)
   return [
       ("quadratic_quartic", co.quadratic_quartic(A3), 3, 0.8, {}),
       ("rosenbrock", co.rosenbrock, 2, 0.3, {"radius_scale": 10.0}),
