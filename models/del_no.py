@@ -44,7 +44,8 @@ class DelNO(nn.Module):
   method: str = "gl"  # "gl" or "spectral" (periodic only)
   gl_terms: int = 16
   boundary: str = "periodic"  # "periodic" or "zero" (GL on non-periodic domains)
-  init_scale: float = 1.0  # initial s_k
+  init_scale: float = 1.0  # initial s_k (all channels)
+  init_scales: Sequence[float] | None = None  # 1D: per-channel initial s_k (overrides init_scale)
   beta_min: float = 0.0
 
   def _clip(self, b):
@@ -64,6 +65,8 @@ class DelNO(nn.Module):
               include_h=False)
     if self.dims == 1:
       beta = self.param("beta", init_b(self.orders), (k,))
+      if self.init_scales is not None:
+        init_s = init_b(self.init_scales)
       scale = self.param("scale", init_s, (k,))
       feats = del_no_lib.derivative_features(a, self._clip(beta), scale, **kw)
     else:

@@ -29,6 +29,7 @@ import numpy as np
 import optax
 from scipy import stats
 
+from algorithms import del_no as del_no_lib
 from data import del_no_pdes
 from experiments import results
 from experiments.fno.experiment import Normalizer
@@ -54,12 +55,24 @@ def make_backbone(name: str, bc: ml_collections.ConfigDict) -> nn.Module:
   raise ValueError(f"unknown backbone {name!r}; expected fno, unet or deeponet")
 
 
-def make_model(backbone: str, config: ml_collections.ConfigDict, m: int, augmented: bool):
+def make_model(backbone: str, config: ml_collections.ConfigDict, m: int, augmented: bool,
+               x_train: np.ndarray | None = None):
+  """The backbone (or del-NO around it) and its optimizer.
+
+  With ``config.standardize_features`` and training inputs given, each scale s_k
+  starts at 1 / RMS of its GL channel over those inputs, so every channel starts at
+  unit size (without the h^-beta factor the order-3 channel is ~1e-2 of u at s = 64).
+  """
   net = make_backbone(backbone, config.backbones)
   if not augmented:
     return net, optax.adamw(_schedule(config), weight_decay=config.weight_decay)
   orders = tuple(float(k) for k in range(1, max(2, m) + 1))  # 1, 2 (and 3 for KdV)
-  model = del_no.DelNO(net, orders=orders, gl_terms=config.gl_terms)
+  scales = None
+  if config.get("standardize_features", False) and x_train is not None:
+    f = del_no_lib.derivative_features(jnp.asarray(x_train[:256]), jnp.asarray(orders),
+                                       jnp.ones(len(orders)), gl_terms=config.gl_terms)
+    scales = tuple(float(v) for v in 1.0 / np.sqrt(np.mean(np.square(f), axis=(0, 1))))
+  model = del_no.DelNO(net, orders=orders, gl_terms=config.gl_terms, init_scales=scales)
   return model, del_no.optimizer(_schedule(config), config.order_lr_multiplier,
                                  config.weight_decay)
 
@@ -198,7 +211,7 @@ def run_grid(config, metrics: dict) -> list[dict]:
     for bb in config.backbone_names:
       errs, orders, step_s = {}, None, {}
       for augmented in (False, True):
-        model, opt = make_model(bb, config, m, augmented)
+        model, opt = make_model(bb, config, m, augmented, xs_tr[0])
         params, _, step_s[augmented] = train_replicas(model, opt, x_tr, y_tr, n_R, seeds_R, yn,
                                                       config.steps, config.batch_size)
         errs[augmented] = _evaluate(model, params, x_te, y_te, yn).mean(1).reshape(len(conds), -1)
@@ -241,7 +254,7 @@ def run_sweep(config, kind: str, values) -> np.ndarray:
   x_tr = np.stack([xs[v] for v in range(len(values)) for _ in seeds])
   y_tr = np.broadcast_to(data.y_train, (x_tr.shape[0],) + data.y_train.shape)
   n_R = np.repeat(ns, len(seeds))
-  model, opt = make_model(config.sweep_backbone, config, m, True)
+  model, opt = make_model(config.sweep_backbone, config, m, True, xs[0])
   params, _, _ = train_replicas(model, opt, x_tr, y_tr, n_R, np.tile(seeds, len(values)), yn,
                                 config.steps, config.batch_size)
   return _orders_R(params).max(1).reshape(len(values), len(seeds))

@@ -33,6 +33,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.order_lr_multiplier = 10.0  # orders' rate / network's rate (the paper's 10x)
   c.weight_decay = 1e-4  # decoupled weight decay of the network
   c.gl_terms = 16  # K_GL, taps of the Grunwald-Letnikov stencil
+  c.standardize_features = False  # True: s_k start at 1 / RMS of their channel (much worse: amplifies noise)
   c.backbones = ml_collections.ConfigDict(dict(
       fno_modes=12,  # FNO Fourier modes
       fno_width=24,  # FNO channels
