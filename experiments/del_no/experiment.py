@@ -347,7 +347,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
         statement=("learned order falls as the input noise sigma rises" if kind == "sigma"
                    else "learned order rises as the training-set size n grows"),
         paper="monotone (Theorem 5.6 and its sweeps)",
-        ours=(f"top order {np.round(mean, 3).tolist()} at {kind}={vals}; Spearman {rho:+.2f}"),
+        ours=(f"top order {[round(float(b), 3) for b in mean]} at {kind}={vals}; "
+              f"Spearman {rho:+.2f}"),
         holds=bool(want * rho >= config.monotone_rho)))
   if jax.process_index() == 0:
     _plot_grid(os.path.join(workdir, "del_no_grid.png"), cells)
