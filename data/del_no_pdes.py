@@ -148,7 +148,8 @@ class DelNoKdv(_Periodic1D):
   """KdV u_t + u u_x + 1e-3 u_xxx = 0 on the unit circle, T = 0.1 (ETDRK4)."""
 
   VERSION = pde.tfds.core.Version("1.1.0")
-  RELEASE_NOTES = {"1.0.0": "T = 0.3.", "1.1.0": "T = 0.1 (T = 0.3 was beyond small models at quick scale)."}
+  RELEASE_NOTES = {"1.0.0": "T = 0.3.",
+                   "1.1.0": "T = 0.1 (T = 0.3 was beyond small models at quick scale)."}
 
   def _evolve(self, u0):
     return kdv(u0, num_steps=self.builder_config.num_steps)
