@@ -2,7 +2,8 @@
 
     python -m experiments.alft.main --config=experiments/alft/configs/quick.py --workdir=/tmp/alft
 
-Hardware: 2 CPU cores, about 1.5-2 minutes (mostly the compilation of five vmapped fits).
+Hardware: 2 CPU cores; about 85 s of CPU (measured 166-200 s wall on the loaded shared machine),
+mostly compiling the vmapped fits.
 Reproduces the abstract's claim (ALFT vs LFT/CP where modes are aligned; no worse on an
 unordered control) and issue 7's Kinetic claim (tensorly masked CP rank 4, ~23.7 RMSE, 20% held out).
 """
