@@ -32,7 +32,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from data import burgers
 from data import grf
 from data import paths
 from data import pde

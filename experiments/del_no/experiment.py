@@ -14,7 +14,6 @@ order against the noise level sigma and against the training-set size n.
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
 from typing import Any
@@ -336,6 +335,12 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
       continue
     top = run_sweep(config, kind, vals)
     sweeps[kind] = (np.asarray(vals, float), top)
+    # The closed form with illustrative constants (c_b = c_v = 1, xi_c = FNO modes, xi_max =
+    # Nyquist): the trend to compare, not a fit; sigma = 0 is taken as 1e-3.
+    theory[kind] = [float(del_no_lib.optimal_order(
+        float(m), float(v if kind == "n" else config.n_train),
+        max(float(v if kind == "sigma" else config.sweep_sigma), 1e-3),
+        float(config.backbones.fno_modes), config.resolution / 2)[0]) for v in vals]
     mean = top.mean(1)
     rho = float(stats.spearmanr(vals, mean).statistic)
     for v, b in zip(vals, mean):
