@@ -90,7 +90,9 @@ def train_replicas(model: nn.Module, optimizer: optax.GradientTransformation,
   """
   r = x_RxNxS.shape[0]
   y_mean, y_std = jnp.asarray(y_norm.mean), jnp.asarray(y_norm.std)
-  rngs = [np.random.default_rng([int(s), r_i, 7]) for r_i, s in enumerate(seeds_R)]
+  # Minibatches depend on the replica's seed only: replicas of one seed under different noise
+  # see the same pairs (common random numbers), and a replica trains alike alone or in a batch.
+  rngs = [np.random.default_rng([int(s), 7]) for s in seeds_R]
   idx_TxRxB = np.stack([rg.integers(0, int(n), (steps, batch_size)) for rg, n in zip(rngs, n_R)], 1)
 
   def loss_fn(params, xb, yb):
