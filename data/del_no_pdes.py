@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -112,7 +111,7 @@ def kdv(u0_NxS: jax.Array, *, delta: float = KDV_DELTA, t_final: float = KDV_T,
   return jnp.fft.irfft(v, n=s, axis=-1).astype(u0.dtype)
 
 
-class _Periodic1D(pde._PDEBuilder):  # pylint: disable=protected-access
+class _Periodic1D(pde.PDEBuilder):
   """Common part: Burgers' input GRF at solver resolution, subsampled after the solve."""
 
   def _grid(self):
@@ -159,7 +158,7 @@ BUILDERS = {"advection": DelNoAdvection, "heat": DelNoHeat, "kdv": DelNoKdv}
 
 def builder(name: str, *, resolution: int, solver_resolution: int | None = None,
             n_train: int = 1000, n_test: int = 200, seed: int = 0, num_steps: int = 1000,
-            data_dir: str | None = None) -> pde._PDEBuilder:  # pylint: disable=protected-access
+            data_dir: str | None = None) -> pde.PDEBuilder:
   """The tfds builder of one configuration of ``advection``, ``heat`` or ``kdv``."""
   if name not in BUILDERS:
     raise ValueError(f"unknown del-NO PDE {name!r}; expected one of {sorted(BUILDERS)}")
@@ -172,7 +171,7 @@ def builder(name: str, *, resolution: int, solver_resolution: int | None = None,
   cfg = pde.PDEConfig(name="", resolution=resolution, solver_resolution=solver_resolution,
                       n_train=n_train, n_test=n_test, seed=seed,
                       num_steps=num_steps if name == "kdv" else 0)
-  cfg = dataclasses.replace(cfg, name=pde._config_name(cfg))  # pylint: disable=protected-access
+  cfg = dataclasses.replace(cfg, name=pde.config_name(cfg))
   return BUILDERS[name](config=cfg, data_dir=paths.generated_dir(data_dir),
                         file_format="array_record")
 
@@ -187,16 +186,7 @@ def load(name: str, *, resolution: int, solver_resolution: int | None = None,
                     data_dir=data_dir, generate=generate)
   b = builder(name, resolution=resolution, solver_resolution=solver_resolution, n_train=n_train,
               n_test=n_test, seed=seed, num_steps=num_steps or 1000, data_dir=data_dir)
-  if not b.is_prepared():
-    if not generate:
-      raise FileNotFoundError(f"dataset {name}/{b.builder_config.name} is not in "
-                              f"{paths.generated_dir(data_dir)}: generate it (generate=True)")
-    os.makedirs(paths.generated_dir(data_dir), exist_ok=True)
-    b.download_and_prepare()
-  ds = b.as_data_source()
-  x_train, y_train = pde._read_split(ds["train"])  # pylint: disable=protected-access
-  x_test, y_test = pde._read_split(ds["test"])  # pylint: disable=protected-access
-  return pde.Split(x_train, y_train, x_test, y_test)
+  return pde.prepare_and_read(b, data_dir=data_dir, generate=generate)
 
 
 def add_noise(key: jax.Array, x_NxG: jax.Array, sigma: float | jax.Array) -> jax.Array:

@@ -58,7 +58,7 @@ class Split(NamedTuple):
   y_test: np.ndarray  # (n_test, *grid)
 
 
-def _config_name(c: PDEConfig) -> str:
+def config_name(c: PDEConfig) -> str:
   return (f"s{c.resolution}_solve{c.solver_resolution}_n{c.n_train}x{c.n_test}"
           f"_steps{c.num_steps}_seed{c.seed}")
 
@@ -70,7 +70,7 @@ def _progress(name: str, done: int, total: int, t0: float) -> None:
         file=sys.stderr, flush=True)
 
 
-class _PDEBuilder(tfds.core.GeneratorBasedBuilder):
+class PDEBuilder(tfds.core.GeneratorBasedBuilder):
   """Common builder: subclasses define ``_solve_chunk(key, n) -> (a, u)`` and ``_grid``."""
 
   VERSION = tfds.core.Version("1.0.0")
@@ -111,7 +111,7 @@ class _PDEBuilder(tfds.core.GeneratorBasedBuilder):
                 stop - start, t0)
 
 
-class Burgers(_PDEBuilder):
+class Burgers(PDEBuilder):
   """Viscous Burgers (nu=0.1, T=1) on the unit circle: initial condition -> solution at T."""
 
   def _grid(self):
@@ -125,7 +125,7 @@ class Burgers(_PDEBuilder):
     return np.asarray(u0[:, ::step]), np.asarray(u1[:, ::step])
 
 
-class Darcy(_PDEBuilder):
+class Darcy(PDEBuilder):
   """Darcy flow -div(a grad u) = 1 on the unit square with a = psi(GRF) in {3, 12}."""
 
   def _grid(self):
@@ -159,14 +159,14 @@ def _validate(name: str, resolution: int, solver_resolution: int, n_train: int, 
 
 def builder(name: str, *, resolution: int, solver_resolution: int | None = None,
             n_train: int = 1000, n_test: int = 200, seed: int = 0, num_steps: int = 500,
-            data_dir: str | None = None) -> _PDEBuilder:
+            data_dir: str | None = None) -> PDEBuilder:
   """The tfds builder of one dataset configuration (nothing is generated yet)."""
   solver_resolution = solver_resolution or resolution
   _validate(name, resolution, solver_resolution, n_train, n_test)
   cfg = PDEConfig(name="", resolution=resolution, solver_resolution=solver_resolution,
                   n_train=n_train, n_test=n_test, seed=seed,
                   num_steps=num_steps if name == "burgers" else 0)
-  cfg = dataclasses.replace(cfg, name=_config_name(cfg))
+  cfg = dataclasses.replace(cfg, name=config_name(cfg))
   return BUILDERS[name](config=cfg, data_dir=paths.generated_dir(data_dir),
                         file_format="array_record")
 
@@ -189,10 +189,20 @@ def load(name: str, *, resolution: int, solver_resolution: int | None = None,
   """
   b = builder(name, resolution=resolution, solver_resolution=solver_resolution,
               n_train=n_train, n_test=n_test, seed=seed, num_steps=num_steps, data_dir=data_dir)
+  return prepare_and_read(b, data_dir=data_dir, generate=generate)
+
+
+def prepare_and_read(b: PDEBuilder, *, data_dir: str | None = None,
+                     generate: bool = True) -> Split:
+  """Generates ``b``'s dataset if missing (when allowed) and reads both splits in id order.
+
+  Raises:
+    FileNotFoundError: the dataset is not in ``data_dir`` and ``generate`` is False.
+  """
   if not b.is_prepared():
     if not generate:
       raise FileNotFoundError(
-          f"dataset {name}/{b.builder_config.name} is not in {paths.generated_dir(data_dir)}: "
+          f"dataset {b.name}/{b.builder_config.name} is not in {paths.generated_dir(data_dir)}: "
           f"generate it (load(..., generate=True); in launchers --config.generate_data=True) "
           f"or point {paths.DATA_DIR_ENV} at the folder that holds it")
     os.makedirs(paths.generated_dir(data_dir), exist_ok=True)

@@ -13,6 +13,7 @@ PAPERS: tuple[str, ...] = (
     "alft",
     "gwcn",
     "comparison_oracle",
+    "del_no",
 )
 
 SCALES: tuple[str, ...] = ("quick", "full")
