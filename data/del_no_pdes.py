@@ -25,12 +25,12 @@ References:
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from data import burgers
 from data import grf
 from data import paths
 from data import pde
@@ -60,55 +60,15 @@ def heat(a_NxS: jax.Array, nu: float = HEAT_NU, t: float = HEAT_T) -> jax.Array:
   return jnp.fft.irfft(jnp.fft.rfft(a_NxS, axis=-1) * decay, n=s, axis=-1).astype(a_NxS.dtype)
 
 
-def _etdrk4_complex(L: np.ndarray, dt: float, contour_points: int = 64):
-  """ETDRK4 coefficients E, E2, Q, f1, f2, f3 for a complex diagonal L (contour means, no real part).
-
-  :mod:`data.burgers` takes the real part of the contour means, valid for its real
-  (diffusive) L only; a dispersive L = i delta k^3 needs the complex values.
-  """
-  r = np.exp(1j * np.pi * (np.arange(1, contour_points + 1) - 0.5) / contour_points)
-  r = np.concatenate([r, np.conj(r)])  # full circle: the mean is then exact for complex LR
-  LR = dt * L[:, None] + r[None, :]
-  Q = dt * np.mean((np.exp(LR / 2) - 1) / LR, axis=1)
-  f1 = dt * np.mean((-4 - LR + np.exp(LR) * (4 - 3 * LR + LR**2)) / LR**3, axis=1)
-  f2 = dt * np.mean((2 + LR + np.exp(LR) * (-2 + LR)) / LR**3, axis=1)
-  f3 = dt * np.mean((-4 - 3 * LR - LR**2 + np.exp(LR) * (4 - LR)) / LR**3, axis=1)
-  return np.exp(dt * L), np.exp(dt * L / 2), Q, f1, f2, f3
-
-
-@functools.partial(jax.jit, static_argnames=("delta", "t_final", "num_steps"))
 def kdv(u0_NxS: jax.Array, *, delta: float = KDV_DELTA, t_final: float = KDV_T,
         num_steps: int = 1000) -> jax.Array:
-  """KdV u_t + u u_x + delta u_xxx = 0 from ``u0_NxS`` to ``t_final`` by ETDRK4 (periodic, [0, 1))."""
-  u0 = jnp.asarray(u0_NxS)
-  if u0.ndim not in (1, 2) or u0.shape[-1] % 2 or u0.shape[-1] < 4:
-    raise ValueError(f"u0 must be (S,) or (N, S) with S even >= 4, got shape {u0.shape}")
-  s = u0.shape[-1]
-  cdtype = jnp.complex128 if u0.dtype == jnp.float64 else jnp.complex64
-  k = 2 * np.pi * np.arange(s // 2 + 1)
-  dt = t_final / num_steps
-  # u_xxx has symbol (i k)^3 = -i k^3, so -delta u_xxx -> L = i delta k^3 (purely dispersive).
-  coefs = [jnp.asarray(c, cdtype) for c in _etdrk4_complex(1j * delta * k**3, dt)]
-  E, E2, Q, f1, f2, f3 = coefs
-  dealias = jnp.asarray(np.arange(s // 2 + 1) < s / 3, u0.dtype)
-  g = jnp.asarray(-0.5j * k, cdtype) * dealias
+  """KdV u_t + u u_x + delta u_xxx = 0 from ``u0_NxS`` to ``t_final`` by ETDRK4 (periodic, [0, 1)).
 
-  def nonlinear(v):
-    u = jnp.fft.irfft(v * dealias, n=s, axis=-1)
-    return g * jnp.fft.rfft(u * u, axis=-1)
-
-  def step(_, v):
-    nv = nonlinear(v)
-    a = E2 * v + Q * nv
-    na = nonlinear(a)
-    b = E2 * v + Q * na
-    nb = nonlinear(b)
-    c = E2 * a + Q * (2 * nb - nv)
-    nc = nonlinear(c)
-    return E * v + nv * f1 + 2 * (na + nb) * f2 + nc * f3
-
-  v = jax.lax.fori_loop(0, num_steps, step, jnp.fft.rfft(u0, axis=-1))
-  return jnp.fft.irfft(v, n=s, axis=-1).astype(u0.dtype)
+  ``u_xxx`` has symbol (i k)^3 = -i k^3, so ``-delta u_xxx`` is L = i delta k^3
+  (purely dispersive), integrated by the shared solver of :mod:`data.burgers`.
+  """
+  return burgers.solve_conservative(u0_NxS, lambda k: 1j * delta * k**3, t_final=t_final,
+                                    num_steps=num_steps)
 
 
 class _Periodic1D(pde.PDEBuilder):

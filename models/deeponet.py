@@ -21,6 +21,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from models import _grid
+
 
 class DeepONet(nn.Module):
   dims: int = 1  # spatial dimensions
@@ -31,18 +33,13 @@ class DeepONet(nn.Module):
   @nn.compact
   def __call__(self, a: jax.Array) -> jax.Array:
     d = self.dims
-    if a.ndim == d + 1:
-      a = a[..., None]
-    if a.ndim != d + 2:
-      raise ValueError(f"DeepONet{d}d expects (B, {d} spatial axes[, C]), got {a.shape}")
+    a = _grid.with_channels(a, d, "DeepONet")
     spatial = a.shape[1:-1]
     b = a.reshape(a.shape[0], -1)
     for i, w in enumerate(self.branch):
       b = nn.gelu(nn.Dense(w, name=f"branch_{i}")(b))
     b = nn.Dense(self.basis, name="branch_out")(b)
-    grids = jnp.meshgrid(*[jnp.linspace(0.0, 1.0, s, dtype=a.dtype) for s in spatial],
-                         indexing="ij")
-    t = jnp.stack(grids, -1).reshape(-1, d)
+    t = _grid.coordinates(spatial, a.dtype).reshape(-1, d)
     # Periodic-friendly trunk input: the coordinates and their first Fourier features.
     t = jnp.concatenate([t, jnp.sin(2 * jnp.pi * t), jnp.cos(2 * jnp.pi * t)], -1)
     for i, w in enumerate(self.trunk):

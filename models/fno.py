@@ -42,6 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from models import _grid
+
 
 def _spectral_init(scale: float) -> Callable:
   def init(key, shape, dtype=jnp.float32):
@@ -172,14 +174,10 @@ class FNO(nn.Module):
   @nn.compact
   def __call__(self, a: jax.Array) -> jax.Array:
     d = len(self.modes)
-    if a.ndim == d + 1:
-      a = a[..., None]
-    if a.ndim != d + 2:
-      raise ValueError(f"FNO{d}d expects (B, {d} spatial axes[, C]), got shape {a.shape}")
+    a = _grid.with_channels(a, d, "FNO")
     spatial = a.shape[1:-1]
-    grids = jnp.meshgrid(*[jnp.linspace(0.0, 1.0, s, dtype=a.dtype) for s in spatial],
-                         indexing="ij")
-    coords = jnp.broadcast_to(jnp.stack(grids, -1), a.shape[:1] + spatial + (d,))
+    coords = jnp.broadcast_to(_grid.coordinates(spatial, a.dtype),
+                              a.shape[:1] + spatial + (d,))
     x = nn.Dense(self.width, name="lift")(jnp.concatenate([a, coords], axis=-1))
     if self.padding:
       x = jnp.pad(x, [(0, 0)] + [(0, self.padding)] * d + [(0, 0)])

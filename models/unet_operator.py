@@ -22,6 +22,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from models import _grid
+
 
 class UNetOperator(nn.Module):
   dims: int = 1  # spatial dimensions
@@ -33,16 +35,12 @@ class UNetOperator(nn.Module):
   @nn.compact
   def __call__(self, a: jax.Array) -> jax.Array:
     d = self.dims
-    if a.ndim == d + 1:
-      a = a[..., None]
-    if a.ndim != d + 2:
-      raise ValueError(f"UNetOperator{d}d expects (B, {d} spatial axes[, C]), got {a.shape}")
+    a = _grid.with_channels(a, d, "UNetOperator")
     spatial = a.shape[1:-1]
     if any(s % 2**self.levels for s in spatial):
       raise ValueError(f"grid {spatial} must divide by 2**levels = {2**self.levels}")
-    grids = jnp.meshgrid(*[jnp.linspace(0.0, 1.0, s, dtype=a.dtype) for s in spatial],
-                         indexing="ij")
-    coords = jnp.broadcast_to(jnp.stack(grids, -1), a.shape[:1] + spatial + (d,))
+    coords = jnp.broadcast_to(_grid.coordinates(spatial, a.dtype),
+                              a.shape[:1] + spatial + (d,))
     k3 = (3,) * d
 
     def block(x, c, name):
