@@ -31,7 +31,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from data import burgers
-from data import grf
 from data import paths
 from data import pde
 
@@ -71,38 +70,21 @@ def kdv(u0_NxS: jax.Array, *, delta: float = KDV_DELTA, t_final: float = KDV_T,
                                     num_steps=num_steps)
 
 
-class _Periodic1D(pde.PDEBuilder):
-  """Common part: Burgers' input GRF at solver resolution, subsampled after the solve."""
-
-  def _grid(self):
-    return (self.builder_config.resolution,)
-
-  def _evolve(self, u0):
-    raise NotImplementedError
-
-  def _solve_chunk(self, key, n):
-    c = self.builder_config
-    u0 = grf.periodic_grf_1d(key, n, c.solver_resolution, sigma=25.0, tau=5.0, alpha=2.0)
-    u1 = self._evolve(u0)
-    step = c.solver_resolution // c.resolution
-    return np.asarray(u0[:, ::step]), np.asarray(u1[:, ::step])
-
-
-class DelNoAdvection(_Periodic1D):
+class DelNoAdvection(pde.Periodic1D):
   """Advection u_t + u_x = 0 on the unit circle, T = 0.3: a -> a(. - 0.3) (exact)."""
 
   def _evolve(self, u0):
     return advect(u0)
 
 
-class DelNoHeat(_Periodic1D):
+class DelNoHeat(pde.Periodic1D):
   """Heat u_t = 0.01 u_xx on the unit circle, T = 0.5 (exact)."""
 
   def _evolve(self, u0):
     return heat(u0)
 
 
-class DelNoKdv(_Periodic1D):
+class DelNoKdv(pde.Periodic1D):
   """KdV u_t + u u_x + 1e-3 u_xxx = 0 on the unit circle, T = 0.1 (ETDRK4)."""
 
   VERSION = pde.tfds.core.Version("1.1.0")

@@ -111,8 +111,12 @@ class PDEBuilder(tfds.core.GeneratorBasedBuilder):
                 stop - start, t0)
 
 
-class Burgers(PDEBuilder):
-  """Viscous Burgers (nu=0.1, T=1) on the unit circle: initial condition -> solution at T."""
+class Periodic1D(PDEBuilder):
+  """A time-evolution map on the unit circle from the Burgers input GRF.
+
+  Subclasses define ``_evolve(u0_NxS) -> u_NxS`` at the solver resolution; inputs
+  and solutions are subsampled to the dataset resolution after the solve.
+  """
 
   def _grid(self):
     return (self.builder_config.resolution,)
@@ -120,9 +124,16 @@ class Burgers(PDEBuilder):
   def _solve_chunk(self, key, n):
     c = self.builder_config
     u0 = grf.periodic_grf_1d(key, n, c.solver_resolution, sigma=25.0, tau=5.0, alpha=2.0)
-    u1 = burgers.solve(u0, nu=0.1, t_final=1.0, num_steps=c.num_steps)
+    u1 = self._evolve(u0)
     step = c.solver_resolution // c.resolution
     return np.asarray(u0[:, ::step]), np.asarray(u1[:, ::step])
+
+
+class Burgers(Periodic1D):
+  """Viscous Burgers (nu=0.1, T=1) on the unit circle: initial condition -> solution at T."""
+
+  def _evolve(self, u0):
+    return burgers.solve(u0, nu=0.1, t_final=1.0, num_steps=self.builder_config.num_steps)
 
 
 class Darcy(PDEBuilder):
