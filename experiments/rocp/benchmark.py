@@ -22,6 +22,7 @@ import numpy as np
 
 from algorithms.rocp import _baselines
 from algorithms.rocp import _rocp
+from experiments.rocp.peers import mapie_split_conformal
 
 _N = flags.DEFINE_integer("n", 100_000, "calibration points (and as many test points)")
 _Y = flags.DEFINE_integer("num_labels", 10, "number of labels")
@@ -39,37 +40,6 @@ def _median_time(fn, repeats):
     jax.block_until_ready(out)
     times.append(time.perf_counter() - t0)
   return float(np.median(times)), out
-
-
-def _mapie(score, p, y, n, alpha, seed=0):
-  from mapie.classification import SplitConformalClassifier  # pylint: disable=g-import-not-at-top
-  from sklearn.base import BaseEstimator, ClassifierMixin  # pylint: disable=g-import-not-at-top
-
-  class Table(ClassifierMixin, BaseEstimator):
-    def __init__(self, probs=None):
-      self.probs = probs
-
-    def fit(self, x, yy):
-      del x, yy
-      self.classes_ = np.arange(self.probs.shape[1])
-      return self
-
-    def predict_proba(self, x):
-      return self.probs[np.asarray(x)[:, 0].astype(np.int64)]
-
-    def predict(self, x):
-      return self.predict_proba(x).argmax(1)
-
-  x = np.arange(p.shape[0], dtype=np.float64)[:, None]
-  est = Table(p).fit(x, y)
-
-  def run():
-    mp = SplitConformalClassifier(estimator=est, confidence_level=1 - alpha,
-                                  conformity_score=score, prefit=True, random_state=seed)
-    mp.conformalize(x[:n], y[:n])
-    return mp.predict_set(x[n:])[1][:, :, 0]
-
-  return run
 
 
 def main(argv):
@@ -92,8 +62,8 @@ def main(argv):
   u_cal = jnp.asarray(np.random.RandomState(0).uniform(size=n).astype(np.float32))
   aps = jax.jit(lambda pc, yc, pt, uc: _baselines._aps(pc, yc, pt, None, alpha, uc).sets_NxY)
   cases = {
-      "lac": (lambda: lac(pc, yc, pt), _mapie("lac", p, y, n, alpha)),
-      "aps": (lambda: aps(pc, yc, pt, u_cal), _mapie("aps", p, y, n, alpha)),
+      "lac": (lambda: lac(pc, yc, pt), mapie_split_conformal("lac", p, y, n, alpha)),
+      "aps": (lambda: aps(pc, yc, pt, u_cal), mapie_split_conformal("aps", p, y, n, alpha)),
   }
   for name, (ours, theirs) in cases.items():
     t0 = time.perf_counter()

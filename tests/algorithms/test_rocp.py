@@ -10,6 +10,7 @@ import scipy.optimize
 import scipy.sparse
 
 from algorithms import rocp
+from experiments.rocp import peers
 
 
 def _random_probs(rng, n, y, scale=2.0):
@@ -273,30 +274,8 @@ def test_coverage_over_random_splits_within_binomial_band():
 
 
 def _mapie_sets(p, y, n, score, alpha, seed=7):
-  from mapie import classification as mapie_cls  # test extra  # pylint: disable=g-import-not-at-top
-  from sklearn import base  # pylint: disable=g-import-not-at-top
-
-  class Fixed(base.ClassifierMixin, base.BaseEstimator):
-    def __init__(self, probs=None):
-      self.probs = probs
-
-    def fit(self, x, yy):
-      del x, yy
-      self.classes_ = np.arange(self.probs.shape[1])
-      return self
-
-    def predict_proba(self, x):
-      return self.probs[np.asarray(x)[:, 0].astype(int)]
-
-    def predict(self, x):
-      return self.predict_proba(x).argmax(1)
-
-  x = np.arange(p.shape[0])[:, None].astype(float)
-  est = Fixed(p).fit(x, y)
-  mp = mapie_cls.SplitConformalClassifier(estimator=est, confidence_level=1 - alpha,
-                                          conformity_score=score, prefit=True, random_state=seed)
-  mp.conformalize(x[:n], y[:n])
-  return mp.predict_set(x[n:])[1][:, :, 0]
+  """MAPIE's split-conformal sets for fixed probabilities (the benchmark's adapter)."""
+  return peers.mapie_split_conformal(score, p, y, n, alpha, seed=seed)()
 
 
 @pytest.mark.parametrize("score", ["lac", "aps"])
