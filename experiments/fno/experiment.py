@@ -57,7 +57,8 @@ def make_model(rc: ml_collections.ConfigDict) -> fno.FNO:
 def load_data(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict) -> pde.Split:
   return pde.load(rc.pde, resolution=rc.resolution, solver_resolution=rc.solver_resolution,
                   n_train=rc.n_train, n_test=rc.n_test, seed=config.data_seed,
-                  num_steps=rc.num_steps_solver, data_dir=config.data_dir or None,
+                  num_steps=rc.num_steps_solver, viscosity=rc.viscosity,
+                  grf_params=tuple(rc.grf), data_dir=config.data_dir or None,
                   generate=config.generate_data)
 
 
