@@ -53,8 +53,10 @@ def neumann_grf_2d(key: jax.Array, n: int, s: int, *, sigma: float = 1.0, tau: f
   Eigenfunctions cos(pi k1 x) cos(pi k2 y) (normalised) with eigenvalue
   pi^2 (k1^2 + k2^2); modes 0 <= k1, k2 < s are kept. Evaluated with two dense
   cosine matrices, which is exact on the nodes and cheap for s of a few hundred.
-  With ``zero_mean`` the constant mode is dropped, as in the FNO authors' data
-  generator; otherwise it dominates (std 1/tau^2) and psi(g) is mostly one value.
+  With ``zero_mean`` (default) the constant mode is dropped: otherwise it dominates
+  (std 1/tau^2) and psi(g) is one value over most of the domain (a mean of 11.1 of
+  {3, 12} measured at s=85, against 7.4 without it). We believe the authors'
+  generator also drops it but have not checked its source.
 
   Returns:
     ``u_NxSxS`` float array.
