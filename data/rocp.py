@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from experiments import train
 from models.mlp_classifier import MLPClassifier
 
 MEDICAL_LABELS = ("benign", "malignant")
@@ -88,14 +89,7 @@ def fit_classifier(key: jax.Array, x_NxD: jax.Array, y_N: jax.Array, *, num_clas
     logits = model.apply(p, x_NxD)
     return optax.softmax_cross_entropy_with_integer_labels(logits, y_N).mean()
 
-  def step(carry, _):
-    p, s = carry
-    loss, g = jax.value_and_grad(loss_fn)(p)
-    upd, s = opt.update(g, s, p)
-    return (optax.apply_updates(p, upd), s), loss
-
-  (params, _), losses = jax.jit(lambda p: jax.lax.scan(step, (p, opt.init(p)), None, length=steps)
-                                )(params)
+  params, losses = jax.jit(lambda p: train.fit_full_batch(loss_fn, opt, p, steps))(params)
   if not np.isfinite(np.asarray(losses[-1])):
     raise FloatingPointError(f"classifier training diverged (final loss {losses[-1]})")
   return model, params

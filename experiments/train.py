@@ -202,3 +202,23 @@ def evaluate(fn: Callable[[Any, Batch], jax.Array], params: Any, arrays: Sequenc
     batch = tuple(sharding.global_array(a[idx], data_sh) for a in arrays)
     outs.append(sharding.to_host(f(params, batch))[:max(0, min(batch_size, n - start))])
   return np.concatenate(outs)
+
+
+def fit_full_batch(loss_fn: Callable[[Any], jax.Array], optimizer: optax.GradientTransformation,
+                   params: Any, num_steps: int) -> tuple[Any, jax.Array]:
+  """``num_steps`` full-batch optimizer steps on ``loss_fn(params)`` in one ``lax.scan``.
+
+  For small models fitted inside an experiment (a classifier giving p(y|x), a GCN
+  per trial): pure, so it jits and vmaps over trials. Returns the final
+  parameters and the loss before each step, ``(num_steps,)``; the caller checks
+  finiteness (inside ``vmap`` there is nothing to raise on).
+  """
+  def step(carry, _):
+    p, o = carry
+    loss, g = jax.value_and_grad(loss_fn)(p)
+    upd, o = optimizer.update(g, o, p)
+    return (optax.apply_updates(p, upd), o), loss
+
+  (params, _), losses = jax.lax.scan(step, (params, optimizer.init(params)), None,
+                                     length=num_steps)
+  return params, losses

@@ -36,6 +36,7 @@ import optax  # noqa: E402
 
 from algorithms import gwcn  # noqa: E402
 from data import gwcn as gwcn_data  # noqa: E402
+from experiments import train  # noqa: E402
 from experiments.results import Claim  # noqa: E402
 from experiments.results import Outcome  # noqa: E402
 from models import gcn  # noqa: E402
@@ -201,14 +202,7 @@ def _classification_trial(key, *, m, config, block_probs, means, rho):
     logits = model.apply(p, x_m, s_m)
     return optax.softmax_cross_entropy_with_integer_labels(logits, y_m).mean()
 
-  def step(carry, _):
-    p, o = carry
-    loss, g = jax.value_and_grad(loss_fn)(p)
-    upd, o = opt.update(g, o, p)
-    return (optax.apply_updates(p, upd), o), loss
-
-  (params, _), losses = jax.lax.scan(step, (params, opt.init(params)), None,
-                                     length=config.cls_steps)
+  params, losses = train.fit_full_batch(loss_fn, opt, params, config.cls_steps)
   logits_t = model.apply(params, task.x_NxF, s_t)
   test = jnp.arange(n_t) >= m  # target nodes unseen in training
   y_t = task.labels_N
