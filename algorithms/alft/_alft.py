@@ -402,12 +402,7 @@ def _prep(y, mask, params0, bases, pairs, rank_mask_R, eval_mask, ordered_modes)
     raise ValueError(f"ordered_modes must be a tuple of mode indices < {len(shape)}, got {ordered_modes!r}")
   yv, m = T.observed(y, mask)
   dt = yv.dtype
-  if eval_mask is None:
-    ev_y, ev_m = yv, jnp.zeros_like(m)
-  else:
-    if np.shape(eval_mask) != shape:
-      raise ValueError(f"eval_mask shape {np.shape(eval_mask)} must equal tensor shape {shape}")
-    ev_y, ev_m = T.observed(y, eval_mask)
+  ev_y, ev_m = T.evaluation_entries(y, eval_mask, yv)
   rm = jnp.ones((r,), dt) if rank_mask_R is None else jnp.asarray(rank_mask_R, dt)
   params0 = jax.tree.map(lambda a: jnp.asarray(a, dt), params0)
   bases = tuple(jnp.asarray(w, dt) for w in bases)

@@ -90,12 +90,7 @@ def _prep(y, mask, factors0, rank_mask_R, eval_mask, name):
   r = T.check_factors(name, factors0, tuple(jnp.shape(y)))
   T.check_rank_mask(rank_mask_R, r)
   yv, m = T.observed(y, mask)
-  if eval_mask is None:
-    ev_y, ev_m = yv, jnp.zeros_like(m)
-  else:
-    if jnp.shape(eval_mask) != jnp.shape(y):
-      raise ValueError(f"eval_mask shape {jnp.shape(eval_mask)} must equal tensor shape {jnp.shape(y)}")
-    ev_y, ev_m = T.observed(y, eval_mask)
+  ev_y, ev_m = T.evaluation_entries(y, eval_mask, yv)
   factors = tuple(jnp.asarray(a, yv.dtype) for a in factors0)
   return yv, m, factors, _rm_or_ones(rank_mask_R, r, yv.dtype), ev_y, ev_m
 

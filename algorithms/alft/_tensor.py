@@ -106,6 +106,19 @@ def observed(y, mask):
   return jnp.where(m > 0, y, 0.0), m
 
 
+def evaluation_entries(y, eval_mask, observed_y):
+  """``(y zeroed off eval_mask, float eval mask)``; no mask -> ``(observed_y, zeros)``.
+
+  The held-out entries a fit tracks its error on; shape-checked against ``y``.
+  """
+  if eval_mask is None:
+    return observed_y, jnp.zeros_like(observed_y)
+  if jnp.shape(eval_mask) != jnp.shape(y):
+    raise ValueError(f"eval_mask shape {jnp.shape(eval_mask)} must equal tensor shape "
+                     f"{jnp.shape(y)}")
+  return observed(y, eval_mask)
+
+
 # ---------------------------------------------------------------- CP algebra
 
 def cp_to_tensor(factors: Sequence[jax.Array], weights_R: jax.Array | None = None) -> jax.Array:

@@ -109,12 +109,7 @@ def _prep(y, mask, core0, factors0, rank_masks, eval_mask):
     for n, (rm, r) in enumerate(zip(rank_masks, ranks)):
       T.check_rank_mask(rm, r, f"rank_masks[{n}]")
     rms = tuple(jnp.asarray(rm, dt) for rm in rank_masks)
-  if eval_mask is None:
-    ev_y, ev_m = yv, jnp.zeros_like(m)
-  else:
-    if jnp.shape(eval_mask) != jnp.shape(y):
-      raise ValueError(f"eval_mask shape {jnp.shape(eval_mask)} must equal tensor shape {shape}")
-    ev_y, ev_m = T.observed(y, eval_mask)
+  ev_y, ev_m = T.evaluation_entries(y, eval_mask, yv)
   return (yv, m, jnp.asarray(core0, dt), tuple(jnp.asarray(a, dt) for a in factors0), rms,
           ev_y, ev_m)
 
