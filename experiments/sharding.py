@@ -92,15 +92,25 @@ def to_host(x: jax.Array) -> np.ndarray:
   return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
-def _pad_rows(x, rows: int):
-  """``x`` with its leading axis extended to ``rows`` by repeating its last entry."""
-  extra = rows - x.shape[0]
-  if extra == 0:
-    return x
-  return jax.numpy.concatenate([x, jax.numpy.repeat(x[-1:], extra, axis=0)], axis=0)
+def _place(x, sharding: NamedSharding, rows: int | None = None):
+  """``x`` (held in full by every process) as a global array; rows padded to ``rows``.
+
+  Padding repeats the last entry along the leading axis. PRNG key arrays travel
+  as their raw key data and are wrapped again on the devices.
+  """
+  impl = None
+  if hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+    impl, x = jax.random.key_impl(x), jax.random.key_data(x)
+  if rows is not None and rows > x.shape[0]:
+    x = jax.numpy.concatenate([x, jax.numpy.repeat(x[-1:], rows - x.shape[0], axis=0)])
+  if sharding.is_fully_addressable:
+    x = jax.device_put(x, sharding)
+  else:  # several processes: each contributes its own devices' slices
+    x = global_array(np.asarray(x), sharding)
+  return x if impl is None else jax.random.wrap_key_data(x, impl=impl)
 
 
-def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0):
+def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
   """``jax.jit(jax.vmap(fn, in_axes))`` with the mapped axis split over ``data``.
 
   This is how the papers' experiments scale their independent replicas (seeds,
@@ -111,12 +121,15 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0):
   ``R`` rows. Arguments with ``in_axes`` entry ``None`` are replicated. A
   padded row repeats a real one, so it cannot produce a non-finite value that
   the real rows do not. Replicas never communicate, so the result equals the
-  unsharded ``vmap`` up to the compiler's choice of floating-point order.
+  unsharded ``vmap`` up to the compiler's choice of floating-point order. With
+  ``gather`` the outputs come back replicated, readable in full by every
+  process; without it they stay split over ``data`` (for large outputs).
 
   Args:
     fn: the per-replica function.
     mesh: default ``make_mesh()`` (all devices on ``data``), built at first call.
     in_axes: ``0``, ``None`` or a tuple of those, one per positional argument.
+    gather: replicate the outputs (default) or leave them split over ``data``.
 
   Returns:
     A callable with ``fn``'s positional arguments, batched as ``in_axes`` says.
@@ -138,12 +151,15 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0):
     d = m.shape[DATA]
     padded = -(-r // d) * d
     batched, whole = data_sharding(m), replicated(m)
-    placed = [jax.tree.map(lambda x: jax.device_put(_pad_rows(x, padded), batched), a)
-              if ax == 0 else jax.tree.map(lambda x: jax.device_put(x, whole), a)
+    placed = [jax.tree.map(lambda x: _place(x, batched, padded), a) if ax == 0
+              else jax.tree.map(lambda x: _place(x, whole), a)
               for a, ax in zip(args, axes)]
     if m not in cache:
       cache[m] = jax.jit(vf, out_shardings=batched)
     out = cache[m](*placed)
-    return jax.tree.map(lambda y: y[:r], out)
+    # Replicas' outputs are usually small (metrics, fitted parameters): gather
+    # them on every device, so every process can read them (``np.asarray``).
+    return jax.jit(lambda t: jax.tree.map(lambda y: y[:r], t),
+                   out_shardings=whole if gather else None)(out)
 
   return call

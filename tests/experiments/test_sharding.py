@@ -1,5 +1,10 @@
 """``sharding.vmap_sharded``: the papers' replica axis split over the mesh."""
 
+import os
+import socket
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -29,10 +34,14 @@ def test_vmap_sharded_equals_plain_vmap(replicas):
 
 
 def test_vmap_sharded_splits_the_replicas_over_devices():
-  out = sharding.vmap_sharded(lambda v: v + 1.0)(jnp.arange(16.0))
+  mesh = sharding.make_mesh()
+  x = jnp.arange(16.0)
+  kept = sharding.vmap_sharded(lambda v: v + 1.0, mesh, gather=False)(x)
+  assert len(kept.sharding.device_set) == 8
+  assert {s.data.shape for s in kept.addressable_shards} == {(2,)}  # 16 replicas / 8 devices
+  out = sharding.vmap_sharded(lambda v: v + 1.0, mesh)(x)
   np.testing.assert_array_equal(out, np.arange(16.0) + 1.0)
-  assert len(out.sharding.device_set) == 8
-  assert {s.data.shape for s in out.addressable_shards} == {(2,)}
+  assert out.sharding.is_fully_replicated and len(out.sharding.device_set) == 8
 
 
 def test_vmap_sharded_bad_input():
@@ -43,3 +52,42 @@ def test_vmap_sharded_bad_input():
     sharding.vmap_sharded(lambda a: a, in_axes=(0, 0))(jnp.ones(3))
   with pytest.raises(ValueError, match="0 or None"):
     sharding.vmap_sharded(lambda a: a, in_axes=1)(jnp.ones((3, 2)))
+
+
+_WORKER = """
+import sys
+import jax, numpy as np
+from experiments import launcher, sharding
+port, pid = sys.argv[1], int(sys.argv[2])
+if port != "-":
+  launcher.initialize_distributed(f"localhost:{port}", 2, pid)
+keys = jax.random.split(jax.random.key(0), 7)
+out = sharding.vmap_sharded(lambda k, w: jax.numpy.sum(jax.random.normal(k, (8,)) * w),
+                            in_axes=(0, None))(keys, 2.0)
+print("OUT", jax.process_index(), len(jax.devices()), np.asarray(out).tolist(), flush=True)
+"""
+
+
+def _free_port():
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    return s.getsockname()[1]
+
+
+def test_vmap_sharded_across_two_processes():
+  """2 processes x 2 CPU devices (jax.distributed) give every process the 1-process answer."""
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+  def launch(devices, *argv):
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    return subprocess.Popen([sys.executable, "-c", _WORKER, *argv], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+  port = str(_free_port())
+  procs = [launch(4, "-", "0")] + [launch(2, port, str(i)) for i in range(2)]
+  outs = [p.communicate(timeout=240)[0] for p in procs]
+  assert all(p.returncode == 0 for p in procs), "\n".join(o[-2000:] for o in outs)
+  lines = [next(l for l in o.splitlines() if l.startswith("OUT ")).split(" ", 3) for o in outs]
+  assert [l[1:3] for l in lines] == [["0", "4"], ["0", "4"], ["1", "4"]]
+  assert lines[1][3] == lines[0][3] and lines[2][3] == lines[0][3]
