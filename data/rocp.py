@@ -24,6 +24,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import NamedTuple
 
@@ -160,6 +161,13 @@ def hazard_benchmark(key: jax.Array, n: int, temperature: float = 0.7,
     raise ValueError(f"n must be >= 1, got {n}")
   if not temperature > 0:
     raise ValueError(f"temperature must be > 0, got {temperature}")
+  return _hazard_sample(key, jnp.asarray(temperature, jnp.float32),
+                        jnp.asarray(signal, jnp.float32), n)
+
+
+@functools.partial(jax.jit, static_argnames="n")
+def _hazard_sample(key, temperature, signal_J, n):
+  """Jitted core of :func:`hazard_benchmark` (one compile instead of op-by-op dispatch)."""
   states = jnp.asarray(hazard_states(), jnp.float32)  # (8, 3)
   pz = jnp.array([0.7, 0.3])
   ph = jnp.array([[0.05, 0.10, 0.05], [0.40, 0.50, 0.30]])  # (z, j)
@@ -167,7 +175,7 @@ def hazard_benchmark(key: jax.Array, n: int, temperature: float = 0.7,
   prior_Y = pz @ prior_zY
   k_y, k_s = jax.random.split(key)
   labels = jax.random.categorical(k_y, jnp.log(prior_Y), shape=(n,))
-  mu = jnp.asarray(signal, jnp.float32)
+  mu = signal_J
   means_YxJ = mu * (2 * states - 1)
   scores = means_YxJ[labels] + jax.random.normal(k_s, (n, 3))
   loglik = -0.5 * ((scores[:, None, :] - means_YxJ[None]) ** 2).sum(-1)

@@ -2,7 +2,8 @@
 
 For each task (breast-cancer diagnosis, static hazard decisions) and each loss
 matrix (mild, severe), one jitted call evaluates every method on
-``num_splits`` random calibration/test splits (``vmap``) at every alpha
+``num_splits`` random calibration/test splits (``vmap``, split over the mesh's
+``data`` axis by :func:`experiments.sharding.vmap_sharded`) at every alpha
 (``vmap``): ROCP (Algorithm 1, the finite-sample variant the claims use), ROCP
 with one global beta (the released code's variant), the oracle risk-optimal
 sets (beta fitted to the model's own coverage on unlabelled calibration inputs),
@@ -30,6 +31,7 @@ from algorithms.rocp import _baselines  # noqa: E402
 from algorithms.rocp import _metrics  # noqa: E402
 from algorithms.rocp import _rocp  # noqa: E402
 from data import rocp as rocp_data  # noqa: E402
+from experiments import sharding  # noqa: E402
 from experiments.results import Claim, Outcome  # noqa: E402
 
 METHODS = ("rocp", "rocp_global", "oracle", "lac", "aps", "raps", "rac", "best_response")
@@ -74,11 +76,23 @@ def _evaluate_split(key, probs, labels, loss, critical, alphas, n_cal):
   return jax.vmap(per_alpha)(alphas)
 
 
-@functools.partial(jax.jit, static_argnames="n_cal")
-def evaluate(keys_S, probs_NxY, labels_N, loss_AxY, critical_AxY, alphas_L, n_cal):
-  """Metrics (S, L, methods, len(METRICS)) over S splits and L alphas in one call."""
-  return jax.vmap(_evaluate_split, in_axes=(0, None, None, None, None, None, None))(
-      keys_S, probs_NxY, labels_N, loss_AxY, critical_AxY, alphas_L, n_cal)
+@functools.lru_cache(maxsize=None)
+def _sharded_evaluate(n_cal: int, mesh: jax.sharding.Mesh):
+  """One compiled evaluation per calibration size and mesh: splits over ``data``."""
+  return sharding.vmap_sharded(functools.partial(_evaluate_split, n_cal=n_cal), mesh,
+                               in_axes=(0, None, None, None, None, None))
+
+
+def evaluate(keys_S, probs_NxY, labels_N, loss_AxY, critical_AxY, alphas_L, n_cal: int,
+             mesh: jax.sharding.Mesh | None = None):
+  """Metrics (S, L, methods, len(METRICS)) over S splits and L alphas in one call.
+
+  The S splits are independent replicas, spread over the ``data`` axis of
+  ``mesh`` (default: every device); each device runs its splits' vmap over alpha.
+  """
+  mesh = sharding.make_mesh() if mesh is None else mesh
+  return _sharded_evaluate(int(n_cal), mesh)(keys_S, probs_NxY, labels_N, loss_AxY,
+                                             critical_AxY, alphas_L)
 
 
 def _tasks(config, key):
@@ -137,6 +151,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
     raise ValueError(f"report_alpha {config.report_alpha} must be one of alphas {config.alphas}")
   ia = int(np.argmin(np.abs(alphas - config.report_alpha)))
   keys = jax.random.split(k_split, config.num_splits)
+  mesh = sharding.make_mesh(config.mesh.to_dict())
   table = {}
   metrics: dict[str, float] = {"medical_pool_accuracy": med.pool_accuracy,
                                "medical_train_accuracy": med.train_accuracy}
@@ -145,7 +160,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
     for lname in LOSSES:
       t0 = time.time()
       res = np.asarray(evaluate(keys, probs, labels, jnp.asarray(losses[lname]),
-                                jnp.asarray(critical), jnp.asarray(alphas), n_cal=n_cal))
+                                jnp.asarray(critical), jnp.asarray(alphas), n_cal=n_cal,
+                                mesh=mesh))
       mean = res.mean(0)
       se = res.std(0, ddof=1) / np.sqrt(res.shape[0])
       table[(task, lname)] = (mean, se)

@@ -50,6 +50,6 @@ def test_breast_cancer_loader_and_csv_folder(tmp_path):
 
 def test_mlp_classifier_shapes():
   model = MLPClassifier(hidden=(8, 8), num_classes=3)
-  params = model.init(jax.random.key(0), jnp.zeros((1, 5)))
-  logits = model.apply(params, jnp.ones((4, 5)))
+  params = jax.jit(model.init)(jax.random.key(0), jnp.zeros((1, 5)))  # one compile, not op by op
+  logits = jax.jit(model.apply)(params, jnp.ones((4, 5)))
   assert logits.shape == (4, 3) and bool(jnp.all(jnp.isfinite(logits)))
