@@ -51,14 +51,18 @@ def sample_ising_judges(key: jax.Array, num_items: int, h0_K, h1_K, W0_KxK, W1_K
 
 
 def dependent_panel(key: jax.Array, num_judges: int, clique_frac: float = 0.6,
-                    class_dependent: bool = True):
+                    class_dependent: bool = True, strength: float = 1.0):
   """A panel of K judges whose majority is a clique of correlated, mediocre judges.
 
   Clique judges (the first ceil(clique_frac K)) have fields giving accuracy
   about 0.65-0.75 alone and positive couplings inside the clique, stronger
   under Y=0 than under Y=1 when ``class_dependent`` (they share failure modes
   on negatives: a shared false-positive mode); the others are independent and
-  more accurate (about 0.75-0.85). Random per key.
+  more accurate (about 0.75-0.85). Random per key. ``strength`` multiplies the
+  clique couplings (1: total coupling per judge 3-4 under Y=0, below the
+  Curie-Weiss critical value 4; 2: 6-8, above it, so the clique votes as a bloc).
+  With ``class_dependent=False`` both classes share the Y=0 couplings (a failure
+  mode shared across classes: the class-independent Ising model is then exact).
 
   Returns:
     (h0_K, h1_K, W0_KxK, W1_KxK, prior).
@@ -70,8 +74,9 @@ def dependent_panel(key: jax.Array, num_judges: int, clique_frac: float = 0.6,
   pair = (in_clique[:, None] & in_clique[None, :]) & ~jnp.eye(k, dtype=bool)
   # per-class coupling strength inside the clique, scaled by 1/(m-1) (Curie-Weiss scaling)
   s = 1.0 / max(m - 1, 1)
-  w0 = jax.random.uniform(kw0, (), minval=3.0, maxval=4.0) * s
-  w1 = (jax.random.uniform(kw1, (), minval=0.5, maxval=1.5) * s if class_dependent else w0)
+  w0 = jax.random.uniform(kw0, (), minval=3.0, maxval=4.0) * s * strength
+  w1 = (jax.random.uniform(kw1, (), minval=0.5, maxval=1.5) * s * strength if class_dependent
+        else w0)
   W0 = jnp.where(pair, w0, 0.0)
   W1 = jnp.where(pair, w1, 0.0)
   acc_ind = jax.random.uniform(ki, (k,), minval=0.75, maxval=0.85)
@@ -81,6 +86,48 @@ def dependent_panel(key: jax.Array, num_judges: int, clique_frac: float = 0.6,
   # field is offset by the expected coupling input
   h1 = lo - jnp.where(in_clique, w1 * (m - 1) * 0.5, 0.0)
   h0 = -lo - jnp.where(in_clique, w0 * (m - 1) * 0.5, 0.0)
+  prior = jax.random.uniform(kp, (), minval=0.35, maxval=0.65)
+  return h0, h1, W0, W1, prior
+
+
+def bloc_panel(key: jax.Array, num_judges: int, bloc_frac: float = 0.6,
+               bloc_acc: tuple[float, float] = (0.75, 0.85),
+               ind_acc: tuple[float, float] = (0.75, 0.85),
+               coupling: tuple[float, float] = (6.0, 8.0), class_dependent: bool = False):
+  """A panel whose majority is a bloc of judges sharing one failure mode (regime B).
+
+  The first m = ceil(bloc_frac K) judges are coupled with W_kl = theta / (m - 1),
+  theta ~ U(coupling) above the Curie-Weiss critical value 4, so the bloc votes
+  (nearly) as one; their fields h^(y)_k = -theta/2 +- logit(a)/m make the bloc's
+  all-correct state a/(1-a) times as likely as its all-wrong state, i.e. the bloc
+  as a whole is right with probability about a ~ U(bloc_acc) (mediocre), while
+  each of the other judges is independent with accuracy ~ U(ind_acc). A
+  conditional-independence rule counts the bloc's m agreeing votes as m pieces
+  of evidence and follows it; the Bayes rule counts it about once. Couplings are
+  shared by both classes unless ``class_dependent`` (then the Y=1 coupling is
+  theta/2). The defaults put the Bayes rule about 9-10 points above two-coin
+  Dawid-Skene at K = 8 (chosen from the oracle and DS accuracies alone, to match
+  the gap between the paper's Ising and CI weighted vote on its relevance task).
+
+  Returns:
+    (h0_K, h1_K, W0_KxK, W1_KxK, prior).
+  """
+  k = num_judges
+  kb, kt, ki, kp = jax.random.split(key, 4)
+  m = int(np.ceil(bloc_frac * k))
+  in_bloc = jnp.arange(k) < m
+  pair = (in_bloc[:, None] & in_bloc[None, :]) & ~jnp.eye(k, dtype=bool)
+  theta0 = jax.random.uniform(kt, (), minval=coupling[0], maxval=coupling[1])
+  theta1 = 0.5 * theta0 if class_dependent else theta0
+  a = jax.random.uniform(kb, (), minval=bloc_acc[0], maxval=bloc_acc[1])
+  acc_ind = jax.random.uniform(ki, (k,), minval=ind_acc[0], maxval=ind_acc[1])
+  lo_ind = jax.scipy.special.logit(acc_ind)
+  lo_bloc = jax.scipy.special.logit(a) / m
+  s = 1.0 / max(m - 1, 1)
+  W0 = jnp.where(pair, theta0 * s, 0.0)
+  W1 = jnp.where(pair, theta1 * s, 0.0)
+  h1 = jnp.where(in_bloc, lo_bloc - 0.5 * theta1, lo_ind)
+  h0 = jnp.where(in_bloc, -lo_bloc - 0.5 * theta0, -lo_ind)
   prior = jax.random.uniform(kp, (), minval=0.35, maxval=0.65)
   return h0, h1, W0, W1, prior
 

@@ -53,6 +53,7 @@ class IsingFit(NamedTuple):
   params: IsingParams
   posterior_N: jax.Array  # P(Y_i = 1 | J_i) under the fitted model (the E-step in use)
   num_iters: jax.Array  # () int EM iterations run
+  log_lik: jax.Array  # () mean observed-data log-likelihood per item, exact (nan for e_step="pseudo")
 
 
 def _f(x):
@@ -131,6 +132,100 @@ def _m_step(votes_NxK, w0_N, w1_N, params: IsingParams, class_dependent: bool, l
   return IsingParams(prior, theta[:, :2].T, jnp.stack([W, W]))
 
 
+def _pair_index(k):
+  return np.triu_indices(k, 1)
+
+
+def _phi(J_MxK, iu):
+  """Sufficient statistics (J_k, J_k J_l for k < l): [M, K + K(K-1)/2]."""
+  return jnp.concatenate([J_MxK, J_MxK[:, iu[0]] * J_MxK[:, iu[1]]], axis=1)
+
+
+def _expected_phi_N(votes_NxK, h_K, W_KxK, iu, missing):
+  """E[phi(J) | J_obs,i, Y=y] per item: phi of the votes, or the enumerated average over the
+  states that agree with the observed votes when some are missing (the E-step of missing votes)."""
+  m, j = _vote_arrays(votes_NxK)
+  if not missing:
+    return _phi(j, iu)
+  s = _f(_ising.all_states(h_K.shape[0]))
+  logw_S = _ising.ising_energy(s, h_K, W_KxK)
+  phi_S = _phi(s, iu)
+  batch = max(1, min(votes_NxK.shape[0], (1 << 22) >> h_K.shape[0]))
+
+  def one(r):
+    mm, jj = r
+    mismatch = jj.sum() + s @ mm - 2.0 * (s @ jj)
+    return jax.nn.softmax(jnp.where(mismatch < 0.5, logw_S, -jnp.inf)) @ phi_S
+
+  return jax.lax.map(one, (m, j), batch_size=batch)
+
+
+def _exact_m_step(votes_NxK, w0_N, w1_N, params: IsingParams, class_dependent: bool, l2, l2_field,
+                  steps: int, missing) -> IsingParams:
+  """Posterior-weighted maximum likelihood M-step by enumeration (K small): true EM.
+
+  Maximizes sum_y sum_i w_iy E[log P(J_i | Y=y; h^(y), W^(y)) | J_obs,i] - ridge, a
+  concave problem in theta = (h, W_{k<l}) whose gradient is data moments minus model
+  moments and whose Hessian is the model covariance of (J_k, J_k J_l): Newton steps,
+  warm-started, with a trust region. Class-independent: one W shared by both classes.
+  """
+  k = votes_NxK.shape[1]
+  iu = _pair_index(k)
+  scale = 1.0 / jnp.maximum(w0_N.sum() + w1_N.sum(), 1.0)
+  mass = (w0_N.sum() * scale, w1_N.sum() * scale)
+  s = _f(_ising.all_states(k))
+  phi_S = _phi(s, iu)
+  d = phi_S.shape[1]
+  pen_D = jnp.concatenate([jnp.full((k,), l2_field), jnp.full((d - k,), l2)]).astype(s.dtype)
+  stats = tuple(wy @ _expected_phi_N(votes_NxK, params.h_2xK[c], params.W_2xKxK[c], iu, missing)
+                * scale for c, wy in enumerate((w0_N, w1_N)))
+
+  def moments(theta_D):
+    p = jax.nn.softmax(phi_S @ theta_D)
+    mean = p @ phi_S
+    return mean, (phi_S * p[:, None]).T @ phi_S - jnp.outer(mean, mean)
+
+  def newton_step(x, g, hess, pen):
+    g = g - pen * x
+    step = jnp.linalg.solve(hess + jnp.diag(pen + 1e-8), g)
+    return x + step * jnp.minimum(1.0, 3.0 / (jnp.max(jnp.abs(step)) + 1e-12))
+
+  thetas = [jnp.concatenate([params.h_2xK[c], params.W_2xKxK[c][iu]]) for c in (0, 1)]
+  if class_dependent:
+    def one_class(theta, st, ms):
+      def step(th, _):
+        mean, cov = moments(th)
+        return newton_step(th, st - ms * mean, ms * cov, pen_D), None
+      return jax.lax.scan(step, theta, None, length=steps)[0]
+    thetas = [one_class(thetas[c], stats[c], mass[c]) for c in (0, 1)]
+  else:
+    # x = (h0, h1, w): class c sees (h_c, w)
+    pen_x = jnp.concatenate([pen_D[:k], pen_D])
+
+    def step(x, _):
+      (m0, c0), (m1, c1) = (moments(jnp.concatenate([x[c * k:(c + 1) * k], x[2 * k:]]))
+                            for c in (0, 1))
+      g0, g1 = stats[0] - mass[0] * m0, stats[1] - mass[1] * m1
+      c0, c1 = mass[0] * c0, mass[1] * c1
+      z = jnp.zeros((k, k), x.dtype)
+      hess = jnp.block([[c0[:k, :k], z, c0[:k, k:]],
+                        [z, c1[:k, :k], c1[:k, k:]],
+                        [c0[k:, :k], c1[k:, :k], c0[k:, k:] + c1[k:, k:]]])
+      g = jnp.concatenate([g0[:k], g1[:k], g0[k:] + g1[k:]])
+      return newton_step(x, g, hess, pen_x), None
+
+    x0 = jnp.concatenate([thetas[0][:k], thetas[1][:k], 0.5 * (thetas[0][k:] + thetas[1][k:])])
+    x = jax.lax.scan(step, x0, None, length=steps)[0]
+    thetas = [jnp.concatenate([x[c * k:(c + 1) * k], x[2 * k:]]) for c in (0, 1)]
+
+  def unpack(theta):
+    w = jnp.zeros((k, k), theta.dtype).at[iu].set(theta[k:])
+    return theta[:k], w + w.T
+
+  (h0, W0), (h1, W1) = unpack(thetas[0]), unpack(thetas[1])
+  return IsingParams(mass[1], jnp.stack([h0, h1]), jnp.stack([W0, W1]))
+
+
 def _pseudo_log_lik_N(votes_NxK, h_K, W_KxK):
   """sum over observed k of log P(J_k | J_{-k}) (missing neighbours dropped)."""
   m, j = _vote_arrays(votes_NxK)
@@ -148,14 +243,24 @@ def _e_step(votes_NxK, params: IsingParams, e_step: str, missing=None):
                                  params.W_2xKxK[0], params.W_2xKxK[1], pi, missing=missing)
 
 
+def _mixture_log_lik(votes_NxK, params: IsingParams, missing=None):
+  """Mean over items of log P(J_obs,i) = log sum_y P(Y=y) P(J_obs,i | Y=y), exact (K <= 20)."""
+  n, k = votes_NxK.shape
+  batch = max(1, min(n, (1 << 22) >> k))
+  pi = jnp.clip(params.prior, 1e-6, 1 - 1e-6)
+  l1 = _ising._log_prob_observed(votes_NxK, params.h_2xK[1], params.W_2xKxK[1], batch, missing)
+  l0 = _ising._log_prob_observed(votes_NxK, params.h_2xK[0], params.W_2xKxK[0], batch, missing)
+  return jnp.mean(jnp.logaddexp(jnp.log(pi) + l1, jnp.log1p(-pi) + l0))
+
+
 def _zeros_params(k, dtype):
   return IsingParams(jnp.asarray(0.5, dtype), jnp.zeros((2, k), dtype), jnp.zeros((2, k, k), dtype))
 
 
 @functools.partial(jax.jit, static_argnames=("class_dependent", "e_step", "max_iters",
-                                             "newton_steps", "missing"))
+                                             "newton_steps", "missing", "m_step"))
 def _fit_em(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max_iters,
-            newton_steps, missing=None):
+            newton_steps, missing=None, init_N=None, m_step="pseudo"):
   n, k = votes_NxK.shape
   dtype = jnp.result_type(float)
   known = labels_N >= 0
@@ -164,9 +269,17 @@ def _fit_em(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max
   def clamp(q):
     return jnp.where(known, lab, q)
 
-  q = clamp(_voting._dawid_skene(votes_NxK, 1e-5, two_coin=True, max_iters=50).posterior_N)
-  params = _m_step(votes_NxK, 1 - q, q, _zeros_params(k, dtype), class_dependent, l2, l2_field,
-                   steps=3 * newton_steps)
+  if init_N is None:
+    init_N = _voting._dawid_skene(votes_NxK, 1e-5, two_coin=True, max_iters=50).posterior_N
+  q = clamp(_f(init_N))
+
+  def m_step_fn(w0, w1, p, steps):
+    if m_step == "exact":
+      return _exact_m_step(votes_NxK, w0, w1, p, class_dependent, l2, l2_field, steps,
+                           missing is not False)
+    return _m_step(votes_NxK, w0, w1, p, class_dependent, l2, l2_field, steps)
+
+  params = m_step_fn(1 - q, q, _zeros_params(k, dtype), 3 * newton_steps)
 
   def cond(c):
     _, _, it, delta = c
@@ -175,12 +288,53 @@ def _fit_em(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max
   def body(c):
     p, q, it, _ = c
     q_new = clamp(_e_step(votes_NxK, p, e_step, missing))
-    p_new = _m_step(votes_NxK, 1 - q_new, q_new, p, class_dependent, l2, l2_field, newton_steps)
+    p_new = m_step_fn(1 - q_new, q_new, p, newton_steps)
     return p_new, q_new, it + 1, jnp.max(jnp.abs(q_new - q))
 
   params, q, it, _ = jax.lax.while_loop(cond, body, (params, q, jnp.zeros((), jnp.int32),
                                                      jnp.asarray(jnp.inf, dtype)))
-  return IsingFit(params, clamp(_e_step(votes_NxK, params, e_step, missing)), it)
+  log_lik = (_mixture_log_lik(votes_NxK, params, missing) if k <= _checks.MAX_EXACT_K
+             else jnp.asarray(jnp.nan, dtype))
+  return IsingFit(params, clamp(_e_step(votes_NxK, params, e_step, missing)), it, log_lik)
+
+
+def _starts(key, votes_NxK, num_starts):
+  """Label-free initial posteriors [S, N]: two-coin DS, uniform MV, random positive weighted votes."""
+  m, j = _vote_arrays(votes_NxK)
+  first = [_voting._dawid_skene(votes_NxK, 1e-5, two_coin=True, max_iters=50).posterior_N,
+           _voting._majority_vote(votes_NxK)][:num_starts]
+  r = num_starts - len(first)
+  if r == 0:
+    return jnp.stack(first)
+  w_RxK = jax.random.uniform(key, (r, votes_NxK.shape[1]), minval=0.0, maxval=2.0)
+  rand = jax.nn.sigmoid(((2.0 * j - 1.0) * m) @ w_RxK.T).T
+  return jnp.concatenate([jnp.stack(first), rand], axis=0)
+
+
+def _orient(fit: IsingFit, votes_NxK) -> IsingFit:
+  """Swap the classes if the posterior anticorrelates with majority vote (the mixture's label switch)."""
+  mv = _voting._majority_vote(votes_NxK)
+  q = fit.posterior_N
+  flip = jnp.mean((q - q.mean()) * (mv - mv.mean())) < 0
+  p = fit.params
+  swapped = IsingParams(1 - p.prior, p.h_2xK[::-1], p.W_2xKxK[::-1])
+  params = jax.tree.map(lambda a, b: jnp.where(flip, a, b), swapped, p)
+  return IsingFit(params, jnp.where(flip, 1 - q, q), fit.num_iters, fit.log_lik)
+
+
+@functools.partial(jax.jit, static_argnames=("class_dependent", "e_step", "max_iters",
+                                             "newton_steps", "missing", "num_starts", "m_step"))
+def _fit_em_multistart(votes_NxK, labels_N, key, l2, l2_field, tol, class_dependent, e_step,
+                       max_iters, newton_steps, missing=None, num_starts=4, m_step="exact"):
+  starts_SxN = _starts(key, votes_NxK, num_starts)
+  fits = jax.vmap(lambda q0: _fit_em(votes_NxK, labels_N, l2, l2_field, tol, class_dependent,
+                                     e_step, max_iters, newton_steps, missing, q0,
+                                     m_step))(starts_SxN)
+  best = jnp.argmax(jnp.where(jnp.isfinite(fits.log_lik), fits.log_lik, -jnp.inf))
+  fit = jax.tree.map(lambda x: x[best], fits)
+  unlabelled = jnp.all(labels_N < 0)  # known labels already fix the orientation
+  oriented = _orient(fit, votes_NxK)
+  return jax.tree.map(lambda a, b: jnp.where(unlabelled, a, b), oriented, fit)
 
 
 def _check_labels(labels_N, n):
@@ -194,11 +348,15 @@ def _check_labels(labels_N, n):
   return labels_N
 
 
-def _check_options(e_step, k, l2, l2_field):
-  if e_step not in ("pseudo", "exact"):
-    raise ValueError(f"e_step must be 'pseudo' or 'exact', got {e_step!r}")
-  if e_step == "exact":
-    _checks.check_exact_k(k, "fit_ising_em(e_step='exact')")
+MAX_EXACT_MSTEP_K = 12  # default exact M-step up to here (Newton on K + K(K-1)/2 parameters, 2^K states)
+
+
+def _check_options(e_step, k, l2, l2_field, m_step="pseudo"):
+  for name, v in (("e_step", e_step), ("m_step", m_step)):
+    if v not in ("pseudo", "exact"):
+      raise ValueError(f"{name} must be 'pseudo' or 'exact', got {v!r}")
+    if v == "exact":
+      _checks.check_exact_k(k, f"fit_ising_em({name}='exact')")
   for name, v in (("l2", l2), ("l2_field", l2_field)):
     _common.check_in_range(name, v, 0.0)
 
@@ -206,7 +364,8 @@ def _check_options(e_step, k, l2, l2_field):
 def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
                  class_dependent: bool = True, e_step: str | None = None, l2: float = 1e-3,
                  l2_field: float = 1e-4, max_iters: int = 100, tol: float = 1e-4,
-                 newton_steps: int = 2) -> IsingFit:
+                 newton_steps: int = 2, m_step: str | None = None, num_starts: int = 1,
+                 key: jax.Array | None = None) -> IsingFit:
   """Unsupervised (or semi-supervised) EM fit of a class-dependent or class-independent Ising model.
 
   Model: Y ~ Bernoulli(pi), P(J | Y=y) propto exp(h^(y) . J + J^T W^(y) J / 2);
@@ -214,9 +373,20 @@ def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
 
   EM: start from two-coin Dawid-Skene's posterior and an M-step; then repeat
   E-step (q_i from the pseudo- or exact log-likelihood ratio, known labels
-  clamped) and M-step (posterior-weighted pseudo-likelihood, ``newton_steps``
-  Newton steps per judge and class, warm-started) until the posteriors move by
+  clamped) and M-step (posterior-weighted exact likelihood or pseudo-likelihood,
+  ``newton_steps`` Newton steps, warm-started) until the posteriors move by
   less than ``tol`` or ``max_iters``, in one ``lax.while_loop``.
+
+  Several starts (``num_starts`` > 1): EM from two-coin DS, from uniform MV,
+  and from ``num_starts - 2`` random weighted votes sigmoid(sum_k w_k (2J_k - 1)),
+  w_k ~ U(0, 2), vmapped; the run with the highest exact observed-data
+  log-likelihood sum_i log sum_y P(y) P(J_i | y) is kept (no labels used), and,
+  when no label is known, its classes are oriented so that the posterior
+  correlates positively with majority vote (the mixture is symmetric under
+  swapping the classes). Why: from the DS start alone EM stops in a local
+  optimum of the class-dependent model next to DS's labelling, whose
+  likelihood is below the optimum that the MV or random starts reach (see the
+  experiment README, "Why unsupervised EM stayed at DS").
 
   Args:
     votes_NxK: int votes in {-1 (missing), 0, 1}.
@@ -233,9 +403,18 @@ def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
     max_iters: EM iterations at most.
     tol: stop when max_i |q_i^new - q_i| < tol.
     newton_steps: Newton steps per M-step.
+    m_step: "exact" (posterior-weighted maximum likelihood by enumeration, so EM
+      increases the observed-data likelihood; the default for K <= 12) or "pseudo"
+      (the paper's pseudo-likelihood; the default above 12). Departure: with the
+      pseudo M-step the iteration is not EM for the likelihood, and on simulated
+      class-dependent panels (K = 8, 3,000 items) it drifts from the Bayes labelling
+      (started there) back to a DS-like one whose likelihood is lower; the exact
+      M-step keeps the better optimum (experiment README).
+    num_starts: EM runs (1: from DS only); more than 1 needs K <= 20 (exact likelihood).
+    key: PRNG key of the random starts (needed when ``num_starts`` > 2).
 
   Returns:
-    IsingFit(params=IsingParams(prior, h_2xK, W_2xKxK), posterior_N, num_iters).
+    IsingFit(params=IsingParams(prior, h_2xK, W_2xKxK), posterior_N, num_iters, log_lik).
 
   References:
     The paper, Section 4 (generalized EM, pseudo-likelihood M-step); Besag (1975);
@@ -247,13 +426,26 @@ def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
   labels_N = _check_labels(labels_N, n)
   if e_step is None:
     e_step = "exact" if k <= _checks.MAX_EXACT_K else "pseudo"
-  _check_options(e_step, k, l2, l2_field)
+  if m_step is None:
+    m_step = "exact" if k <= MAX_EXACT_MSTEP_K else "pseudo"
+  _check_options(e_step, k, l2, l2_field, m_step)
   if max_iters < 0 or newton_steps < 1:
     raise ValueError(f"need max_iters >= 0 and newton_steps >= 1, got {max_iters}, {newton_steps}")
   missing = bool(np.any(np.asarray(votes_NxK) < 0)) if _common.is_concrete(votes_NxK) else None
-  return _fit_em(votes_NxK, jnp.asarray(labels_N), l2, l2_field, tol,
-                 class_dependent=bool(class_dependent), e_step=e_step, max_iters=int(max_iters),
-                 newton_steps=int(newton_steps), missing=missing)
+  if num_starts < 1:
+    raise ValueError(f"num_starts must be >= 1, got {num_starts}")
+  if num_starts == 1:
+    return _fit_em(votes_NxK, jnp.asarray(labels_N), l2, l2_field, tol,
+                   class_dependent=bool(class_dependent), e_step=e_step, max_iters=int(max_iters),
+                   newton_steps=int(newton_steps), missing=missing, m_step=m_step)
+  _checks.check_exact_k(k, "fit_ising_em(num_starts > 1) (starts are ranked by exact likelihood)")
+  if num_starts > 2 and key is None:
+    raise ValueError(f"num_starts={num_starts} > 2 draws random starts: pass key=jax.random.key(...)")
+  key = jax.random.key(0) if key is None else key
+  return _fit_em_multistart(votes_NxK, jnp.asarray(labels_N), key, l2, l2_field, tol,
+                            class_dependent=bool(class_dependent), e_step=e_step,
+                            max_iters=int(max_iters), newton_steps=int(newton_steps),
+                            missing=missing, num_starts=int(num_starts), m_step=m_step)
 
 
 @functools.partial(jax.jit, static_argnames=("class_dependent", "newton_steps"))

@@ -17,6 +17,7 @@ def get_config():
   c.synth_ks = (3, 5, 8, 10, 12)
   c.synth_items = 4000
   c.synth_item_grid = (300, 1000, 2000, 8000, 16000)
+  c.bloc_ks = (3, 5, 8, 10, 12)
   c.semi_ks = (3, 5, 7, 9, 11)
   c.num_trials = 20
   c.max_iters = 300

@@ -20,14 +20,18 @@ def get_config() -> ml_collections.ConfigDict:
   c.synth_ks = (3, 5, 8)  # panel sizes K of the simulated dependent panels (at synth_items)
   c.synth_items = 3000  # items per simulated trial for the K sweep
   c.synth_item_grid = (500,)  # extra item counts at K = synth_ks[-1]
-  c.clique_frac = 0.6  # share of the panel in the correlated clique
+  c.clique_frac = 0.6  # share of the panel in the correlated clique (regime A)
+  c.bloc_ks = (5, 8)  # panel sizes of regime B (a supercritical bloc, shared failure mode)
+  c.bloc_frac = 0.6  # share of the panel in the bloc (regime B)
   c.semi_ks = (3, 5, 9)  # panel sizes of the semi-real scikit-learn judges
   c.semi_train_size = 150  # training fold per judge family (digits data)
   c.semi_feature_frac = 0.3  # share of the 64 pixels each judge sees
   c.l2 = 1e-3  # ridge on the Ising couplings (per item); the library default, not tuned on test labels
   c.l2_field = 1e-4  # ridge on the fields
   c.max_iters = 50  # EM iterations at most (DS and Ising)
+  c.em_starts = 6  # Ising EM runs (DS, MV, 4 random weighted votes); the best likelihood is kept
   c.cw_ks = (4, 8, 16, 32, 64, 128, 256, 512, 1024)  # Curie-Weiss panel sizes (exact risks)
   c.crowd_manual_dir = ""  # folder of crowd_binary/jn_product; "" = $REPROJAX_MANUAL_DIR/...
   c.crowd_lf_nodes = 16  # Gauss-Hermite nodes of the latent-factor fit on the crowd data
+  c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
   return c
