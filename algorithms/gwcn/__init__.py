@@ -22,6 +22,7 @@ References:
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from algorithms._common import Example
 from algorithms.gwcn._operators import SparseOperator
@@ -75,13 +76,27 @@ def _example_edges(key):
   return edges_from_adjacency(_example_adjacency(key), _E)
 
 
+def _ring_np():
+  """The 8-node ring as numpy arrays (bad inputs are built at import: no eager JAX work)."""
+  i = np.arange(_N)
+  adj = np.zeros((_N, _N), np.float32)
+  adj[i, (i + 1) % _N] = adj[(i + 1) % _N, i] = 1.0
+  r, s = np.nonzero(adj)
+  pad = _E - s.size
+  edges = (np.concatenate([s, np.zeros(pad)]).astype(np.int32),
+           np.concatenate([r, np.zeros(pad)]).astype(np.int32),
+           np.concatenate([np.ones(s.size), np.zeros(pad)]).astype(np.float32))
+  return adj, edges
+
+
 def _bad_edges():
-  s, r, w = _example_edges(jax.random.key(0))
-  return s.at[0].set(_N + 3), r, w  # an index out of range
+  _, (s, r, w) = _ring_np()
+  s[0] = _N + 3  # an index out of range
+  return s, r, w
 
 
 def _self_loop_edges():
-  s, r, w = _example_edges(jax.random.key(0))
+  _, (s, r, w) = _ring_np()
   return s, s, w  # every live edge becomes a loop
 
 
@@ -97,22 +112,22 @@ EXAMPLES = (
             bad_args=_self_loop_edges()),
     Example("gwcn_shift_dense", lambda a: gwcn_shift_dense(a, 0.5),
             lambda k: (_example_adjacency(k),),
-            bad_args=(jnp.zeros((_N, _N)),)),  # empty graph
+            bad_args=(np.zeros((_N, _N), np.float32),)),  # empty graph
     Example("normalized_shift_dense", normalized_shift_dense,
             lambda k: (_example_adjacency(k),),
-            bad_args=(-_example_adjacency(jax.random.key(0)),)),  # negative weights
+            bad_args=(-_ring_np()[0],)),  # negative weights
     Example("sample_adjacency", lambda k, p: sample_adjacency(k, p, 0.5),
             lambda k: (k, jax.random.uniform(jax.random.fold_in(k, 1), (_N, _N))),
-            bad_args=(jax.random.key(0), jnp.full((_N, _N), 1.5))),
+            bad_args=(jax.random.key(0), np.full((_N, _N), 1.5, np.float32))),
     Example("degree_ordered_subgraph",
             lambda s, r, w: degree_ordered_subgraph(s, r, w, _N, 5), _example_edges,
             bad_args=_bad_edges()),
     Example("transfer_error", transfer_error,
             lambda k: (jax.random.normal(k, (_N, 3)), 1.0 + jax.random.uniform(
                 jax.random.fold_in(k, 1), (_N, 3))),
-            bad_args=(jnp.ones((_N, 3)), jnp.ones((_N, 2)))),
+            bad_args=(np.ones((_N, 3), np.float32), np.ones((_N, 2), np.float32))),
     Example("limit_shift", lambda a, b: limit_shift(a, b, normalized=True), _limit_args,
-            bad_args=(jnp.ones((6, 5)), jnp.ones((4, 6)))),
+            bad_args=(np.ones((6, 5), np.float32), np.ones((4, 6), np.float32))),
 )
 
 __all__ = [

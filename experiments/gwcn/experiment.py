@@ -36,6 +36,7 @@ import optax  # noqa: E402
 
 from algorithms import gwcn  # noqa: E402
 from data import gwcn as gwcn_data  # noqa: E402
+from experiments import sharding  # noqa: E402
 from experiments import train  # noqa: E402
 from experiments.results import Claim  # noqa: E402
 from experiments.results import Outcome  # noqa: E402
@@ -56,8 +57,13 @@ def _intermediate_inputs(model, params, x, shift):
   return fs, out
 
 
-def _synthetic_one(key, rho, *, n, graphon, model, params, quad_V, kernel_VV, delta):
-  """One sampled graph: node/readout errors of GWCN and c-GCN and the bound's parts."""
+def _synthetic_one(key, rho, params, quad_V, kernel_VV, *, n, graphon, model, delta):
+  """One sampled graph: node/readout errors of GWCN and c-GCN and the bound's parts.
+
+  ``key`` and ``rho`` (this replica's graph and sparsity) are mapped by
+  :func:`synthetic_errors`; ``params``, ``quad_V`` (quadrature points, ``V x 3``)
+  and ``kernel_VV`` are shared by every replica.
+  """
   k_lat, k_adj = jax.random.split(key)
   u = graphon.sample_latents(k_lat, n)
   p = graphon.kernel(u, u)
@@ -93,7 +99,24 @@ def _synthetic_one(key, rho, *, n, graphon, model, params, quad_V, kernel_VV, de
   return res
 
 
-def synthetic_transfer(config, key):
+def synthetic_errors(keys_R, rhos_R, params, quad_V, kernel_VV, *, n, graphon, model, delta,
+                     mesh=None, batch=None):
+  """:func:`_synthetic_one` over ``R`` replicas (graph keys and their ``rho``), split over ``data``.
+
+  The replicas run ``batch`` at a time (``None``: all at once) through one
+  compiled :func:`experiments.sharding.vmap_sharded` call per batch shape;
+  returns the per-replica dict of arrays, each of leading size ``R``.
+  """
+  fn = functools.partial(_synthetic_one, n=n, graphon=graphon, model=model, delta=delta)
+  run_ = sharding.vmap_sharded(fn, mesh, in_axes=(0, 0, None, None, None))
+  r = keys_R.shape[0]
+  batch = r if batch is None else batch
+  parts = [run_(keys_R[i:i + batch], rhos_R[i:i + batch], params, quad_V, kernel_VV)
+           for i in range(0, r, batch)]
+  return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
+
+
+def synthetic_transfer(config, key, mesh=None):
   graphon = gwcn_data.sphere_gaussian(config.bandwidth)
   model = gcn.GCN(features=(config.hidden, config.out_features), num_taps=2)
   quad_V = graphon.quadrature(config.num_quadrature)
@@ -103,18 +126,16 @@ def synthetic_transfer(config, key):
   sched = list(config.schedules)
   out = {s: {} for s in sched}
   for n in config.sizes:
-    fn = functools.partial(_synthetic_one, n=n, graphon=graphon, model=model, params=params,
-                           quad_V=quad_V, kernel_VV=kernel_VV, delta=config.delta)
-    # every (schedule, graph) pair of this n in one vmapped call
+    # every (schedule, graph) pair of this n: the replica axis, split over the mesh
     rhos = np.array([gwcn.sparsity(n, s, c) for s, c in zip(sched, config.schedule_scales)],
                     np.float32)
     keys = jax.random.split(jax.random.fold_in(k_graphs, n), len(sched) * config.num_graphs)
     rho_b = jnp.repeat(jnp.asarray(rhos), config.num_graphs)
-    res = jax.jit(lambda k, r: jax.lax.map(lambda a: fn(*a), (k, r),
-                                          batch_size=config.graph_batch))(keys, rho_b)
+    res = synthetic_errors(keys, rho_b, params, quad_V, kernel_VV, n=n, graphon=graphon,
+                           model=model, delta=config.delta, mesh=mesh, batch=config.graph_batch)
     for i, s in enumerate(sched):
       sl = slice(i * config.num_graphs, (i + 1) * config.num_graphs)
-      out[s][n] = {k: np.asarray(v[sl]) for k, v in res.items()} | {"rho": float(rhos[i])}
+      out[s][n] = {k: v[sl] for k, v in res.items()} | {"rho": float(rhos[i])}
     logging.info("synthetic n=%d done", n)
   return out
 
@@ -127,7 +148,7 @@ def _real_graph(name):
   return gwcn_data.load_networkx_graph(name)
 
 
-def real_graph_transfer(config, key):
+def real_graph_transfer(config, key, mesh=None):
   s, r, n = _real_graph(config.real_graph)
   w = np.ones(s.size, np.float32)
   s, r, w = jnp.asarray(s), jnp.asarray(r), jnp.asarray(w)
@@ -154,7 +175,7 @@ def real_graph_transfer(config, key):
   res = {}
   m_arr = jnp.asarray(sizes)
   for scheme, order in orders.items():
-    dens, outs = jax.jit(jax.vmap(one, in_axes=(None, 0)))(order, m_arr)
+    dens, outs = sharding.vmap_sharded(one, mesh, in_axes=(None, 0))(order, m_arr)
     entry = {"m": np.asarray(sizes), "density": np.asarray(dens)}
     for name, (readout, nodes) in outs.items():
       full_r, full_nodes = readout[-1], nodes[-1]
@@ -216,7 +237,7 @@ def _classification_trial(key, *, m, config, block_probs, means, rho):
   return {"acc": acc, "macro_f1": f1, "ce": ce, "transfer_err": terr, "train_loss": losses[-1]}
 
 
-def classification(config, key):
+def classification(config, key, mesh=None):
   k = config.cls_classes
   block_probs = jnp.full((k, k), config.cls_p_out) + (config.cls_p_in - config.cls_p_out) * jnp.eye(k)
   k_means, k_trials = jax.random.split(key)
@@ -228,7 +249,7 @@ def classification(config, key):
   for m in config.cls_sizes:
     fn = functools.partial(_classification_trial, m=m, config=config, block_probs=block_probs,
                            means=means, rho=rho)
-    res = jax.jit(jax.vmap(fn))(keys)
+    res = sharding.vmap_sharded(fn, mesh)(keys)  # the trials, split over the mesh
     out[m] = {kk: np.asarray(v) for kk, v in res.items()}
     logging.info("classification m=%d acc %.3f", m, float(out[m]["acc"].mean()))
   return out, rho
@@ -307,11 +328,12 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
   t0 = time.time()
   key = jax.random.key(config.seed)
   k_syn, k_real, k_cls = jax.random.split(key, 3)
-  syn = synthetic_transfer(config, k_syn)
+  mesh = sharding.make_mesh(config.mesh.to_dict())
+  syn = synthetic_transfer(config, k_syn, mesh)
   t_syn = time.time() - t0
-  real, real_n, real_e = real_graph_transfer(config, k_real)
+  real, real_n, real_e = real_graph_transfer(config, k_real, mesh)
   t_real = time.time() - t0 - t_syn
-  cls, cls_rho = classification(config, k_cls)
+  cls, cls_rho = classification(config, k_cls, mesh)
   t_cls = time.time() - t0 - t_syn - t_real
   os.makedirs(workdir, exist_ok=True)
   _plot_synthetic(syn, config, workdir)

@@ -8,6 +8,8 @@ import scipy.sparse
 
 from algorithms import gwcn
 from data import gwcn as gwcn_data
+from experiments import sharding
+from experiments.gwcn import experiment
 from models import gcn
 
 import networkx as nx  # noqa: E402
@@ -20,35 +22,48 @@ def _top_eigs(shift, k):
   return np.sort(ev[np.argsort(-np.abs(ev))][:k])[::-1]
 
 
+_N_MAX = 400  # the golden test's largest graph
+
+
+@jax.jit
+@jax.vmap
+def _stretched_blocks(key, n, rho):
+  """``A / (n rho)`` of a graph on the first ``n`` of ``_N_MAX`` latents, zero-padded.
+
+  One static shape for every ``n`` (the latents are i.i.d., so the first ``n``
+  are a sample of size ``n``; the padding has no edge): one compile for all sizes
+  and both schedules, instead of one per size.
+  """
+  g = gwcn_data.sphere_gaussian(1.0)
+  k1, k2 = jax.random.split(key)
+  u = g.sample_latents(k1, _N_MAX)
+  live = jnp.arange(_N_MAX) < n
+  p = g.kernel(u, u) * (live[:, None] & live[None, :])
+  return gwcn.sample_adjacency(k2, p, rho) / (n * rho)
+
+
 @pytest.mark.parametrize("schedule,scale", [("const", 1.0), ("n^-1/2", 4.0)])
 def test_stretched_spectrum_converges_to_graphon(schedule, scale):
   """Eigenvalues of A/(n rho) -> e^{-a} i_l(a) (Funk-Hecke), dense and sparse."""
   g = gwcn_data.sphere_gaussian(1.0)
   k = 4  # lambda_0 and the triple lambda_1
   true = g.eigenvalues(k)
-  sizes = (50, 100, 200, 400)
-  errs = []
-  for n in sizes:
-    rho = gwcn.sparsity(n, schedule, scale)
-
-    @jax.jit
-    @jax.vmap
-    def shifts(key, n=n, rho=rho):
-      k1, k2 = jax.random.split(key)
-      u = g.sample_latents(k1, n)
-      return gwcn.stretched_sample(k2, g.kernel(u, u), rho)[1]
-
-    s_all = shifts(jax.random.split(jax.random.key(0), 3))
-    errs.append(float(np.mean([np.max(np.abs(_top_eigs(s, k) - true)) for s in s_all])))
-    s = s_all[-1]
+  sizes, reps = (50, 100, 200, _N_MAX), 3
+  n_B = np.repeat(sizes, reps)
+  rho_B = np.asarray([gwcn.sparsity(n, schedule, scale) for n in n_B], np.float32)
+  s_B = np.asarray(_stretched_blocks(jax.random.split(jax.random.key(0), n_B.size),
+                                     jnp.asarray(n_B, jnp.float32), jnp.asarray(rho_B)))
+  assert not np.any(s_B[-1, _N_MAX:]) and np.all(s_B[0, 50:] == 0)  # padding stays empty
+  err_B = [np.max(np.abs(_top_eigs(s[:n, :n], k) - true)) for s, n in zip(s_B, n_B)]
+  errs = np.asarray(err_B).reshape(len(sizes), reps).mean(1)
   rate, _ = gwcn.fit_power_law(sizes, errs)
   print(f"\n[gwcn golden] schedule={schedule} rho(400)={gwcn.sparsity(400, schedule, scale):.3f} "
-        f"max|eig err| by n {dict(zip(sizes, np.round(errs, 4)))}  fitted rate n^-{rate:.2f}")
+        f"max|eig err| by n {dict(zip(sizes, np.round(errs, 4).tolist()))}  fitted rate n^-{rate:.2f}")
   assert errs[-1] < 0.5 * errs[0]
   assert rate > 0.25
   # the classical (unstretched) operator A/n loses the spectrum when sparse
   if schedule != "const":
-    assert abs(_top_eigs(s * rho, 1)[0] - true[0]) > 0.5 * true[0]
+    assert abs(_top_eigs(s_B[-1] * rho_B[-1], 1)[0] - true[0]) > 0.5 * true[0]
 
 
 def test_sbm_graphon_spectrum_matches_quadrature():
@@ -65,27 +80,30 @@ def test_sbm_graphon_spectrum_matches_quadrature():
 
 # ----------------------------------------------------------------- 2. sparse == dense, karate
 
-def _random_graph(key, n, p=0.3):
-  u = jax.random.uniform(key, (n, n))
-  up = jnp.triu(u < p, k=1)
-  return (up | up.T).astype(jnp.float32)
+def _random_graph(rng, n, p=0.3):
+  up = np.triu(rng.uniform(size=(n, n)) < p, k=1)
+  return jnp.asarray(up | up.T, jnp.float32)
 
 
-@pytest.mark.parametrize("normalized", [False, True])
-def test_sparse_layer_equals_dense(normalized):
+def _numpy_params(model, rng, *args):
+  """Parameters of ``model``'s shapes drawn with numpy: no eager PRNG compile per shape."""
+  shapes = jax.eval_shape(model.init, jax.random.key(0), *args)
+  return jax.tree.map(lambda a: jnp.asarray(0.5 * rng.normal(size=a.shape), a.dtype), shapes)
+
+
+def test_sparse_layer_equals_dense():
   n = 12
-  adj = _random_graph(jax.random.key(1), n)
+  rng = np.random.default_rng(1)
+  adj = _random_graph(rng, n)
   s, r, w = gwcn.edges_from_adjacency(adj, n * n)  # heavy padding
-  if normalized:
-    sp, de = gwcn.normalized_shift(s, r, w, n), gwcn.normalized_shift_dense(adj)
-  else:
-    sp, de = gwcn.gwcn_shift(s, r, w, n), gwcn.gwcn_shift_dense(adj)
-  np.testing.assert_allclose(gwcn.adjacency_from_edges(*sp, n), de, rtol=1e-6, atol=1e-7)
   model = gcn.GCN(features=(8, 3), num_taps=3)
-  x = jax.random.normal(jax.random.key(2), (n, 5))
-  params = jax.jit(model.init)(jax.random.key(3), x, de)
-  apply = jax.jit(model.apply)
-  np.testing.assert_allclose(apply(params, x, sp), apply(params, x, de), rtol=2e-5, atol=2e-6)
+  x = jnp.asarray(rng.normal(size=(n, 5)), jnp.float32)
+  params = _numpy_params(model, rng, x, jnp.eye(n))
+  for sp, de in ((gwcn.gwcn_shift(s, r, w, n), gwcn.gwcn_shift_dense(adj)),
+                 (gwcn.normalized_shift(s, r, w, n), gwcn.normalized_shift_dense(adj))):
+    np.testing.assert_allclose(gwcn.adjacency_from_edges(*sp, n), de, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(model.apply(params, x, sp), model.apply(params, x, de),
+                               rtol=2e-5, atol=2e-6)
 
 
 def test_karate_hand_computed_propagation():
@@ -182,8 +200,8 @@ def test_limit_network_on_its_own_quadrature_has_zero_transfer_error():
   lim = gwcn.limit_shift(kv, kv)  # queries = the quadrature points themselves
   model = gcn.GCN(features=(6, 2))
   x = g.features(v)
-  params = jax.jit(model.init)(jax.random.key(0), x, kv / 200)
-  apply = jax.jit(model.apply)
+  params = _numpy_params(model, np.random.default_rng(0), x, kv / 200)
+  apply = model.apply
   out_graph = apply(params, x, kv / 200)  # the expected stretched shift on v
   out_lim = apply(params, jnp.concatenate([x, x]), lim)[200:]
   assert float(gwcn.transfer_error(out_graph, out_lim)) < 1e-5
@@ -192,6 +210,31 @@ def test_limit_network_on_its_own_quadrature_has_zero_transfer_error():
   # by hand: l=0: 3 * (0.1 * 1) * (2 + 2 * 4) = 3; l=1: 4 * 0.1 = 0.4
   assert float(b_size) == pytest.approx(3.4)
   assert float(b_dens) == pytest.approx(3 * 0.2 * 0.5 * 10 + 4 * 0.2 * 0.5)
+
+
+# ----------------------------------------------------------------- the experiment on a mesh
+
+def test_synthetic_replicas_on_8_devices_equal_1_device():
+  """The experiment's vmapped (graph, schedule) replicas split over 8 devices == on 1 device."""
+  g = gwcn_data.sphere_gaussian(1.0)
+  model = gcn.GCN(features=(8, 2), num_taps=2)
+  quad = g.quadrature(40)
+  params = _numpy_params(model, np.random.default_rng(0), g.features(quad[:4]), jnp.eye(4))
+  keys = jax.random.split(jax.random.key(1), 6)  # 6 replicas: padded to 8 on 8 devices
+  rhos = jnp.asarray([1.0, 1.0, 0.5, 0.5, 0.25, 0.25])
+  mesh8 = sharding.make_mesh({"data": -1})
+  mesh1 = sharding.make_mesh(devices=jax.devices()[:1])
+  assert mesh8.shape["data"] == 8 and mesh1.shape["data"] == 1
+
+  def run(mesh):
+    return experiment.synthetic_errors(keys, rhos, params, quad, g.kernel(quad, quad), n=24,
+                                       graphon=g, model=model, delta=0.05, mesh=mesh)
+
+  one, eight = run(mesh1), run(mesh8)
+  assert set(one) >= {"gwcn_err", "cgcn_err", "bound_size", "bound_density"}
+  for k in one:
+    assert one[k].shape == (6,) and np.all(np.isfinite(one[k])), k
+    np.testing.assert_allclose(eight[k], one[k], rtol=1e-6, atol=1e-7, err_msg=k)
 
 
 # ----------------------------------------------------------------- 4. bad input

@@ -18,7 +18,7 @@ def get_config():
   c.sizes = (100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
   c.num_quadrature = 3000
   c.num_graphs = 16
-  c.graph_batch = 10
+  c.graph_batch = 8
   c.real_sizes = (100, 200, 300, 400, 600, 800, 1200, 1600, 2000, 2400)
   c.cls_target_nodes = 2000
   c.cls_sizes = (50, 100, 200, 400, 800, 1600)

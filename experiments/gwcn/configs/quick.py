@@ -17,12 +17,13 @@ def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.scale = "quick"  # "quick" or "full"
   c.seed = 0  # one seed; every key is split from it
+  c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
   # --- synthetic transfer (Part 2 of the authors' README)
   c.bandwidth = 1.0  # Gaussian kernel width of the sphere graphon
   c.sizes = (100, 200, 400, 800)  # graph sizes n
   c.num_quadrature = 1000  # N: quadrature points of the graphon limit
   c.num_graphs = 8  # sampled graphs per (schedule, n), vmapped
-  c.graph_batch = 40  # graphs per vmapped batch (lax.map over batches bounds memory)
+  c.graph_batch = 40  # graphs per sharded vmapped call (bounds memory; a multiple of the data axis)
   c.schedules = ("const", "n^-1/4", "n^-1/2", "logn/n", "1/n")  # rho(n) = min(1, c f(n))
   c.schedule_scales = (0.5, 1.0, 2.0, 4.0, 10.0)  # the c of each schedule
   c.hidden = 32  # hidden width (2 layers, as in the paper's 2-layer / 32-hidden GCN)
