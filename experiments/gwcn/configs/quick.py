@@ -29,6 +29,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.hidden = 32  # hidden width (2 layers, as in the paper's 2-layer / 32-hidden GCN)
   c.out_features = 4  # output width of the untrained GCN whose transfer is measured
   c.delta = 0.05  # failure probability of each bound term
+  c.degree_sweep_scales = (2.5, 10.0, 40.0)  # c of rho = c / n at the largest n (degree sweep)
   c.decay_threshold = 0.05  # "falls with n" needs a fitted rate above this ...
   c.decay_z = 2.0  # ... and mean error at n_min - at n_max > decay_z standard errors
   # --- real graph (Part 1)
