@@ -20,7 +20,12 @@ import jax
 import jax.numpy as jnp
 
 from algorithms._common import Example
+from algorithms.comparison_oracle._functions import CHAIN_GAP_PER_LINK
+from algorithms.comparison_oracle._functions import CHAIN_LIPSCHITZ
 from algorithms.comparison_oracle._functions import MLP_NUM_PARAMS
+from algorithms.comparison_oracle._functions import chain
+from algorithms.comparison_oracle._functions import hard_chain
+from algorithms.comparison_oracle._functions import hard_chain_params
 from algorithms.comparison_oracle._functions import indefinite_matrix
 from algorithms.comparison_oracle._functions import mlp_loss
 from algorithms.comparison_oracle._functions import octopus

@@ -92,3 +92,83 @@ def mlp_loss(theta):
   h = jnp.tanh(X @ W1 + b1)
   pred = h @ W2 + b2
   return jnp.mean((pred - y) ** 2) + 1e-3 * jnp.sum(theta ** 2)
+
+
+# ----------------------------------------------------------------------------- hard instance
+
+#: Lipschitz constants l_1 (of the gradient) and l_2 (of the Hessian) of the unscaled chain.
+#: l_1 = 152 is Carmon, Duchi, Hinder & Sidford's bound (2019, Lemma 3); for l_2 we use our
+#: own numerical bound: the largest |D^3 f_T(x)[v, v, v]| (= ||D^3 f_T(x)|| for a symmetric
+#: form) found by multi-start BFGS over (x, v) is 1.89e3 (l_1's analogue: 134 < 152), so we
+#: take 2000. The tests check sampled difference quotients against both. (Any fixed
+#: constants give the same eps-exponents; they set the eps at which a chain of T links lives.)
+CHAIN_LIPSCHITZ = {1: 152.0, 2: 2000.0}
+#: f_T(0) - inf f_T <= CHAIN_GAP_PER_LINK * T (same lemma).
+CHAIN_GAP_PER_LINK = 12.0
+
+
+def _chain_psi(t):
+  r""":math:`\Psi(t) = 0` for :math:`t \le 1/2`, :math:`\exp(1 - 1/(2t-1)^2)` above (smooth)."""
+  on = t > 0.5
+  z = jnp.where(on, 2.0 * t - 1.0, 1.0)  # keeps the untaken branch (and its gradient) finite
+  return jnp.where(on, jnp.exp(1.0 - 1.0 / z ** 2), 0.0)
+
+
+def _chain_phi(t):
+  r""":math:`\Phi(t) = \sqrt e\int_{-\infty}^t e^{-s^2/2}ds = \sqrt{e\pi/2}\,\mathrm{erfc}(-t/\sqrt2)`."""
+  return jnp.sqrt(jnp.e * jnp.pi / 2.0) * jax.scipy.special.erfc(-t / jnp.sqrt(2.0))
+
+
+def chain(x_N, num_links):
+  r"""The unscaled zero-chain :math:`\bar f_T` of Carmon et al. on the first ``T`` coordinates.
+
+  .. math:: \bar f_T(x) = -\Psi(1)\Phi(x_1) + \sum_{i=2}^{T}\big[\Psi(-x_{i-1})\Phi(-x_i)
+            - \Psi(x_{i-1})\Phi(x_i)\big].
+
+  Coordinates past ``T`` do not enter. ``T = num_links`` may be traced (links are
+  masked, not sliced), so one compiled optimizer serves every ``T``. Properties
+  (Carmon et al. 2019, Lemmas 2-3): the chain is *robustly zero-respecting*: while
+  :math:`|x_j| < 1/2` for all :math:`j \ge k`, the derivatives of every order involve only
+  coordinates :math:`\le k`, so any method that moves along its (estimated) derivatives
+  reveals at most one new coordinate per step; :math:`\|\nabla\bar f_T(x)\| > 1` whenever
+  :math:`|x_T| < 1`; :math:`\bar f_T(0)-\inf\bar f_T \le 12T`.
+  """
+  n = x_N.shape[0]
+  i = jnp.arange(1, n)  # link i + 1 couples x_i and x_{i+1} (1-based: links 2..n)
+  on = (i + 1 <= num_links).astype(x_N.dtype)
+  prev, cur = x_N[:-1], x_N[1:]
+  links = _chain_psi(-prev) * _chain_phi(-cur) - _chain_psi(prev) * _chain_phi(cur)
+  return -_chain_psi(jnp.ones((), x_N.dtype)) * _chain_phi(x_N[0]) + jnp.sum(on * links)
+
+
+def hard_chain_params(num_links, order: int, gap: float, lipschitz: float):
+  r"""``(eps, sigma, scale)`` of the order-``p`` hard instance with ``T`` links and gap ``Delta``.
+
+  Carmon et al.'s scaled instance :math:`f(x) = c\,\bar f_T(x/\sigma)` with
+  :math:`\sigma = (\ell_p\epsilon/L_p)^{1/p}`, :math:`c = L_p\sigma^{p+1}/\ell_p` has a
+  :math:`L_p`-Lipschitz :math:`p`-th derivative, :math:`\|\nabla f\| = \epsilon\|\nabla\bar f_T\|`
+  (so :math:`\|\nabla f(x)\| > \epsilon` until every :math:`x_i/\sigma` has travelled past 1)
+  and gap :math:`\le 12Tc`. Spending the whole gap budget, :math:`12Tc = \Delta`, gives
+  :math:`T = \Delta\,\ell_p^{1/p}/(12 L_p^{1/p}\epsilon^{(p+1)/p})`: :math:`T\propto\epsilon^{-1.5}`
+  for :math:`p = 2` (Lipschitz Hessian; the class of the paper's bound) and
+  :math:`\propto\epsilon^{-2}` for :math:`p = 1` (Lipschitz gradient; the Zhang-Li class).
+  Here ``T`` is chosen and :math:`\epsilon` solved for.
+
+  Args:
+    num_links: :math:`T \ge 1`.
+    order: :math:`p \in \{1, 2\}`.
+    gap: :math:`\Delta > 0`.
+    lipschitz: :math:`L_p > 0`.
+  """
+  if order not in CHAIN_LIPSCHITZ:
+    raise ValueError(f"order must be 1 or 2, got {order!r}")
+  ell = CHAIN_LIPSCHITZ[order]
+  scale = gap / (CHAIN_GAP_PER_LINK * jnp.asarray(num_links, jnp.result_type(float)))
+  sigma = (scale * ell / lipschitz) ** (1.0 / (order + 1))
+  eps = lipschitz * sigma ** order / ell
+  return eps, sigma, scale
+
+
+def hard_chain(num_links, sigma, scale):
+  r"""The scaled hard instance :math:`x\mapsto c\,\bar f_T(x/\sigma)` (see :func:`hard_chain_params`)."""
+  return lambda x: scale * chain(x / sigma, num_links)

@@ -20,6 +20,7 @@ import numpy as np
 from scipy import stats
 
 from algorithms import comparison_oracle as co
+from experiments import sharding
 from experiments.results import Claim, Outcome
 
 
@@ -58,8 +59,12 @@ def method_kwargs(name, config):
   return kw
 
 
-def queries_to_eps(name: str, n: int, eps_B, config, *, oracle_kw=None, seed_offset=0):
-  """Vmapped runs over (eps_b, start_b); returns numpy (queries, steps, reached)."""
+def queries_to_eps(name: str, n: int, eps_B, config, *, oracle_kw=None, seed_offset=0,
+                   mesh=None):
+  """Runs over (eps_b, start_b), vmapped and split over the mesh's ``data`` axis.
+
+  Returns numpy (queries, steps, reached). ``mesh`` default: all devices on ``data``.
+  """
   f, monitor = problem(n, config, config.seed)
   B = len(eps_B)
   key = jax.random.fold_in(jax.random.key(config.seed), 7 * n + seed_offset)
@@ -71,14 +76,56 @@ def queries_to_eps(name: str, n: int, eps_B, config, *, oracle_kw=None, seed_off
   oracle = co.make_oracle(f, n, **(oracle_kw or {}))
   method = co.make_method(oracle, name, **method_kwargs(name, config))
   max_steps = config.max_steps_baseline if name == "zhang_li" else config.max_steps_ours
-  fn = jax.jit(jax.vmap(lambda x, k, e: co.queries_to_stationarity(method, monitor, x, k, e,
-                                                                     max_steps)))
+  fn = sharding.vmap_sharded(
+      lambda x, k, e: co.queries_to_stationarity(method, monitor, x, k, e, max_steps), mesh)
   t0 = time.time()
   q, t, ok, _ = fn(x0, keys, jnp.asarray(eps_B, jnp.float64))
   q, t, ok = np.asarray(q, np.float64), np.asarray(t), np.asarray(ok)
   logging.info("%-12s n=%-3d %d runs: %.1f s, reached %d/%d", name, n, B, time.time() - t0,
                ok.sum(), B)
   return q, t, ok
+
+
+def hard_queries(name: str, config, mesh=None):
+  """Queries to eps on Carmon et al.'s hard chain, one eps per chain length T; vmapped over (T, seed).
+
+  Ours (and the quantum simulation) runs on the order-2 instance (Hessian-Lipschitz
+  constant ``config.rho``, the class of the paper's eps^-1.5 bound), the Zhang-Li baseline
+  on the order-1 instance (gradient-Lipschitz constant ``config.ell``, the class of its
+  eps^-2 bound). For a chain of T links the gap budget ``config.hard_gap`` fixes eps
+  (``co.hard_chain_params``); the dimension ``config.hard_n`` is the same for every T, so
+  the per-iteration cost does not change with eps. Returns numpy (T, eps, queries, steps,
+  reached), one entry per replica.
+  """
+  order = 1 if name == "zhang_li" else 2
+  lip = config.ell if order == 1 else config.rho
+  n = config.hard_n
+  T_B = np.repeat(np.asarray(config.hard_links, np.int32), config.hard_seeds)
+  if T_B.max() > n:
+    raise ValueError(f"hard_links must be <= hard_n = {n}, got {config.hard_links}")
+  eps_B, sigma_B, scale_B = co.hard_chain_params(jnp.asarray(T_B, jnp.float64), order,
+                                                 config.hard_gap, lip)
+  key = jax.random.fold_in(jax.random.key(config.seed), 31 + order)
+  k1, k2 = jax.random.split(key)
+  # Starts inside the zero-chain region (|x_i| / sigma <= hard_start < 1/2), as at x = 0.
+  x0 = config.hard_start * sigma_B[:, None] * jax.random.uniform(
+      k1, (len(T_B), n), jnp.float64, -1.0, 1.0)
+  kw = method_kwargs(name, config)
+  max_steps = config.hard_max_steps_baseline if name == "zhang_li" else config.hard_max_steps_ours
+
+  def one(x0_N, k, num_links, eps, sigma, scale):
+    f = co.hard_chain(num_links, sigma, scale)
+    method = co.make_method(co.make_oracle(f, n), name, **kw)
+    monitor = lambda x: jnp.linalg.norm(jax.grad(f)(x))
+    return co.queries_to_stationarity(method, monitor, x0_N, k, eps, max_steps)
+
+  t0 = time.time()
+  q, t, ok, _ = sharding.vmap_sharded(one, mesh)(x0, jax.random.split(k2, len(T_B)),
+                                                jnp.asarray(T_B), eps_B, sigma_B, scale_B)
+  q, t, ok = np.asarray(q, np.float64), np.asarray(t), np.asarray(ok)
+  logging.info("%-12s hard chain (order %d, n=%d) %d runs: %.1f s, reached %d/%d", name, order,
+               n, len(T_B), time.time() - t0, ok.sum(), len(T_B))
+  return T_B, np.asarray(eps_B), q, t, ok
 
 
 def fit_loglog(x, y):
@@ -124,8 +171,11 @@ def cma_queries(f, monitor, x0, eps, seed, max_evals):
 
 # ----------------------------------------------------------------------------- Hessian scaling
 
-def hessian_scaling(n: int, config):
-  """Frobenius error of the normalized Hessian vs bisection bits; vmapped over (bits, seed)."""
+def hessian_scaling(n: int, config, mesh=None):
+  """Frobenius error of the normalized Hessian vs bisection bits; vmapped over (seed, bits).
+
+  The seeds are split over the mesh's ``data`` axis. Returns (bits, err_BxS, count_BxS).
+  """
   S = config.num_seeds
   key = jax.random.fold_in(jax.random.key(config.seed), 500 + n)
   kA, kx, kb = jax.random.split(key, 3)
@@ -143,9 +193,9 @@ def hessian_scaling(n: int, config):
     H, _, _, st = co.normalized_hessian(oracle, co.init_state(k), x, k, gamma=1e-3, bits=nb)
     return jnp.linalg.norm(H - target), st.count
 
-  err, cnt = jax.jit(jax.vmap(jax.vmap(one, (0, 0, None)), (None, None, 0)))(
+  err_SxB, cnt_SxB = sharding.vmap_sharded(jax.vmap(one, (None, None, 0)), mesh, (0, 0, None))(
       xs, keys, jnp.asarray(bits, jnp.int32))
-  return bits, np.asarray(err), np.asarray(cnt)
+  return bits, np.asarray(err_SxB).T, np.asarray(cnt_SxB).T
 
 
 # ----------------------------------------------------------------------------- run
@@ -159,6 +209,7 @@ def run(config, workdir: str) -> Outcome:
   m = {}
   S = config.num_seeds
   tol = config.slope_tol
+  mesh = sharding.make_mesh(config.mesh.to_dict())
 
   # n-scaling (ours, quantum) at eps_n; eps-scaling at n_eps in the same vmapped call.
   eps_grid = np.asarray(config.eps_grid, float)
@@ -170,15 +221,17 @@ def run(config, workdir: str) -> Outcome:
         eps_B = np.repeat(np.concatenate([eps_grid, [config.eps_n]]), S)
       else:
         eps_B = np.repeat([config.eps_n], S)
-      res[name][n] = (eps_B,) + queries_to_eps(name, n, eps_B, config)
+      res[name][n] = (eps_B,) + queries_to_eps(name, n, eps_B, config, mesh=mesh)
   base = (np.repeat(np.concatenate([eps_grid, [config.eps_n]]), S),) + queries_to_eps(
-      "zhang_li", config.n_eps, np.repeat(np.concatenate([eps_grid, [config.eps_n]]), S), config)
+      "zhang_li", config.n_eps, np.repeat(np.concatenate([eps_grid, [config.eps_n]]), S), config,
+      mesh=mesh)
 
   base_n = {}
   if config.baseline_n_scaling:
     for n in config.n_grid:
       if n != config.n_eps:
-        base_n[n] = queries_to_eps("zhang_li", n, np.repeat([config.eps_n], S), config)
+        base_n[n] = queries_to_eps("zhang_li", n, np.repeat([config.eps_n], S), config,
+                                    mesh=mesh)
 
   def at(r, eps):
     eps_B, q, _, ok = r
@@ -247,13 +300,29 @@ def run(config, workdir: str) -> Outcome:
   m["crossover_eps"] = cross
   m["ours_cheaper_at_smallest_eps"] = int(d[-1] < 0)
 
+  # Hard instance: the eps-exponents of the worst-case bounds (see hard_queries).
+  hard = {}
+  for name in ("ours", "zhang_li"):
+    T_B, e_B, q, t, ok = hard_queries(name, config, mesh)
+    hard[name] = (T_B, e_B, q, t, ok)
+    for T in config.hard_links:
+      sel = T_B == T
+      m[f"{name}_hard_eps_T{T}"] = float(e_B[sel][0])
+      m[f"{name}_hard_queries_T{T}"] = float(np.median(q[sel]))
+      m[f"{name}_hard_steps_T{T}"] = float(np.median(t[sel]))
+    s, ci, c0 = fit_loglog(e_B[ok], q[ok])
+    fits[(name, "hard")] = (s, ci, c0)
+    m[f"{name}_hard_eps_slope"], m[f"{name}_hard_eps_slope_ci95"] = s, ci
+    m[f"{name}_hard_steps_T_slope"] = fit_loglog(T_B[ok], t[ok])[0]
+    m[f"{name}_hard_all_reached"] = int(ok.all())
+
   # Noisy oracle (majority vote) at n = n_grid[0], eps_n: overhead vs the exact run.
   if config.noise_run:
     n0 = config.n_grid[0]
     votes = co.votes_for(config.noise_p, 1e5, failure=0.05)
     eps_B = np.repeat([config.eps_n], S)
     qn, _, okn = queries_to_eps("ours", n0, eps_B, config,
-                                oracle_kw=dict(flip_prob=config.noise_p, votes=votes))
+                                oracle_kw=dict(flip_prob=config.noise_p, votes=votes), mesh=mesh)
     q0, _ = at(res["ours"][n0], config.eps_n)
     m["noise_p"], m["noise_votes"] = config.noise_p, votes
     m["noise_all_reached"] = int(okn.all())
@@ -262,7 +331,7 @@ def run(config, workdir: str) -> Outcome:
   # Hessian estimator: queries to Frobenius accuracy delta, as n and delta vary.
   hq = {}
   for n in config.hess_n_grid:
-    bits, err, cnt = hessian_scaling(n, config)
+    bits, err, cnt = hessian_scaling(n, config, mesh)
     worst = err.max(axis=1)
     for dlt in config.hess_deltas:
       okb = np.nonzero(worst <= dlt)[0]
@@ -343,7 +412,7 @@ def run(config, workdir: str) -> Outcome:
     m[f"cma_comparisons_n{n}"] = float(np.median(cp))
 
   # ------------------------------------------------------------------- plots
-  fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
+  fig, ax = plt.subplots(1, 4, figsize=(21, 4.6))
   for name, color in (("ours", "C0"), ("quantum_sim", "C2")):
     ns = np.asarray(grids[name], float)
     meds = [m[f"{name}_queries_n{n}"] for n in grids[name]]
@@ -385,6 +454,17 @@ def run(config, workdir: str) -> Outcome:
   ax[1].set(xlabel="eps", ylabel="queries", title=f"n = {config.n_eps}")
   ax[1].invert_xaxis()
   ax[1].legend(fontsize=8)
+  for name, color, p in (("ours", "C0", 1.5), ("zhang_li", "C1", 2.0)):
+    T_B, e_B, q, _, ok = hard[name]
+    s, ci, c0 = fits[(name, "hard")]
+    es = np.unique(e_B)
+    ax[3].loglog(e_B[ok], q[ok], "o", color=color, alpha=0.6)
+    ax[3].loglog(es, np.exp(c0) * es ** s, "-", color=color,
+                 label=f"{name}: slope {s:.2f} ± {ci:.2f} (bound -{p:g})")
+  ax[3].set(xlabel="eps", ylabel="queries",
+            title=f"hard chain (Carmon et al.), n = {config.hard_n}, T = {list(config.hard_links)}")
+  ax[3].invert_xaxis()
+  ax[3].legend(fontsize=8)
   for n in config.hess_n_grid:
     ds = [d for d in config.hess_deltas if np.isfinite(hq[(n, d)])]
     ax[2].plot([math.log(1 / d) for d in ds], [hq[(n, d)] / n ** 2 for d in ds], "o-",
@@ -399,6 +479,7 @@ def run(config, workdir: str) -> Outcome:
   # ------------------------------------------------------------------- claims
   so, sq = m["ours_n_slope"], m["quantum_sim_n_slope"]
   eo, eb = m["ours_eps_slope"], m["zhang_li_eps_slope"]
+  ho, hb = m["ours_hard_eps_slope"], m["zhang_li_hard_eps_slope"]
   claims = [
       Claim("ours_n_slope", "classical queries to an eps-stationary point grow like n^2",
             "O~(n^2/eps^1.5): slope 2 in n",
@@ -408,16 +489,21 @@ def run(config, workdir: str) -> Outcome:
             "O~(n/eps^1.5): slope 1 in n",
             f"slope {sq:.2f} ± {m['quantum_sim_n_slope_ci95']:.2f}",
             bool(abs(sq - 1.0) <= tol and m["quantum_sim_n_all_reached"])),
-      Claim("ours_eps_slope", "classical queries grow like eps^-1.5",
-            "slope -1.5 in eps (worst-case bound)",
-            f"slope {eo:.2f} ± {m['ours_eps_slope_ci95']:.2f}",
-            bool(abs(eo + 1.5) <= tol)),
+      Claim("ours_eps_slope", "classical queries grow like eps^-1.5 (worst case: on the "
+            "Hessian-Lipschitz hard chain of Carmon et al.)",
+            "O~(n^2/eps^1.5): slope -1.5 in eps, attained by the hard chain",
+            f"hard chain: slope {ho:.2f} ± {m['ours_hard_eps_slope_ci95']:.2f} "
+            f"(n={config.hard_n}, T={list(config.hard_links)}); easy function: {eo:.2f}",
+            bool(abs(ho + 1.5) <= tol and m["ours_hard_all_reached"])),
       Claim("ours_within_bound", "classical queries grow no faster than eps^-1.5",
             "O~(n^2/eps^1.5)", f"slope {eo:.2f} >= -1.5",
             bool(eo + m["ours_eps_slope_ci95"] >= -1.5 and m["ours_eps_all_reached"])),
-      Claim("baseline_eps_slope", "the Zhang-Li baseline grows like eps^-2",
-            "slope -2 in eps (worst-case bound)",
-            f"slope {eb:.2f} ± {m['zhang_li_eps_slope_ci95']:.2f}", bool(abs(eb + 2.0) <= tol)),
+      Claim("baseline_eps_slope", "the Zhang-Li baseline grows like eps^-2 (worst case: on the "
+            "gradient-Lipschitz hard chain)",
+            "O~(n/eps^2): slope -2 in eps, attained by the hard chain",
+            f"hard chain: slope {hb:.2f} ± {m['zhang_li_hard_eps_slope_ci95']:.2f} "
+            f"(n={config.hard_n}, T={list(config.hard_links)}); easy function: {eb:.2f}",
+            bool(abs(hb + 2.0) <= tol and m["zhang_li_hard_all_reached"])),
       Claim("crossover", "below some eps ours needs fewer queries than the baseline",
             "n^2/eps^1.5 < n/eps^2 for small eps",
             f"crossover eps ~ {cross:.2g}; eps-slopes: ours {eo:.2f}, baseline {eb:.2f}",

@@ -16,6 +16,7 @@ def get_config():
   c = ml_collections.ConfigDict()
   c.scale = "quick"  # "quick" or "full"
   c.seed = 0  # root PRNG seed (starts, random bases, quantum outcomes)
+  c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
   c.num_seeds = 4  # starts per setting, vmapped
   c.n_grid = (2, 4, 8, 16)  # dimensions for the n-scaling of ours and the quantum simulation
   c.n_grid_quantum = (4, 8, 16)  # dimensions for the quantum simulation
@@ -43,5 +44,12 @@ def get_config():
   c.cma_max_evals = 20000
   c.cma_n_grid = ()  # CMA-ES as n varies (at eps_n); empty: skipped
   c.baseline_n_scaling = False  # also run the baseline over n_grid at eps_n
-  c.slope_tol = 0.3  # |fitted slope - paper exponent| counted as "near"
+  c.hard_links = (2, 3, 4, 6, 8)  # chain lengths T of the hard instance (each fixes an eps)
+  c.hard_n = 8  # dimension of the hard-instance runs (>= max T, the same for every eps)
+  c.hard_gap = 1.0  # f(x0) - inf f budget Delta of the hard instance
+  c.hard_seeds = 2  # starts per T (|x0_i| <= hard_start * sigma), vmapped
+  c.hard_start = 0.1
+  c.hard_max_steps_ours = 3000  # iteration caps on the hard instance
+  c.hard_max_steps_baseline = 100000
+  c.slope_tol = 0.3  # |fitted slope - paper exponent| counted as "near" (all slope claims)
   return c
