@@ -6,12 +6,15 @@ Two parts (see README.md for what each claim means):
    aligned ordered grids, and the unordered control (modes 0 and 1 randomly
    permuted). For every kind x seed x density (5% .. 60% observed) x rank, the
    fits of each method run as ONE vmapped call (kinds, seeds and densities
-   batched; ranks through rank masks), scored on all unobserved entries.
+   batched and split over the mesh's ``data`` axis by
+   :func:`experiments.sharding.vmap_sharded`; ranks through rank masks, vmapped
+   on each device), scored on all unobserved entries.
    tensorly's masked ``parafac`` runs at the planted rank in a Python loop.
 2. Kinetic (tensorly's fluorescence tensor): 20% of the observed entries held
    out by a seeded split (the seed is recorded in the config); tensorly masked CP
    at rank 4 against our CP, Tucker, LFT and ALFT at rank 4, ALFT's aligned pair
-   being (excitation, emission) with the offset in nm (Stokes shift).
+   being (excitation, emission) with the offset in nm (Stokes shift); the random
+   initialisations are split over the mesh like the synthetic replicas.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np  # noqa: E402
 
 from algorithms import alft  # noqa: E402
 from data import alft as dalft  # noqa: E402
+from experiments import sharding  # noqa: E402
 from experiments.results import Claim, Outcome  # noqa: E402
 
 KINDS = ("aligned", "control")
@@ -64,8 +68,13 @@ def _synthetic_batch(config):
   return jnp.stack(ys), jnp.stack(trs), jnp.stack(tes), np.asarray(grid)
 
 
-def _fit_synthetic(config, y_B, tr_B, te_B, grid):
-  """Returns ``{method: (rmse (B, n_ranks), mae (B, n_ranks))}`` and ALFT's offset functions."""
+def _fit_synthetic(config, y_B, tr_B, te_B, grid, mesh=None):
+  """Returns ``{method: (rmse (B, n_ranks), mae (B, n_ranks))}`` and ALFT's offset functions.
+
+  The B tensors are independent replicas: each method is one call of
+  :func:`experiments.sharding.vmap_sharded` over them on ``mesh`` (default: every
+  device on ``data``), with the ranks vmapped inside each replica.
+  """
   c = config.synth
   shape = tuple(y_B.shape[1:])
   r_max = max(config.ranks)
@@ -93,7 +102,7 @@ def _fit_synthetic(config, y_B, tr_B, te_B, grid):
         pred, aux = fit_one(y, tr, k, s, sm, rm)
         return score(pred, y, te), aux
       return jax.vmap(at_rank)(rms)
-    return jax.jit(jax.vmap(one))
+    return sharding.vmap_sharded(one, mesh)
 
   none = jnp.zeros(())
 
@@ -157,7 +166,7 @@ def _tensorly_synthetic(config, y_B, tr_B, te_B):
 
 # -------------------------------------------------------------------- Kinetic
 
-def _kinetic(config):
+def _kinetic(config, mesh=None):
   """Held-out RMSE/MAE (original units) of each method on the Kinetic 20% split."""
   import tensorly as tl
   from tensorly.decomposition import parafac
@@ -206,7 +215,7 @@ def _kinetic(config):
   for name, fit in (("cp_als", cp_fit), ("tucker_als", tucker_fit), ("lft_als", lft_fit),
                     ("alft_als", alft_fit)):
     t0 = time.time()
-    errs = jax.jit(jax.vmap(lambda key: alft.heldout_errors(fit(key), y, tem)))(keys)
+    errs = sharding.vmap_sharded(lambda key, fit=fit: alft.heldout_errors(fit(key), y, tem), mesh)(keys)
     rmse, mae = (np.asarray(a) * s for a in errs)
     res[name] = (float(rmse.mean()), float(mae.mean()))
     logging.info("kinetic %-10s rank %d: %.2f RMSE, %.2f MAE over %d inits (%.1f s)", name,
@@ -273,11 +282,12 @@ def _plots(workdir, config, synth, tl_synth, grid, h_B, kin, kin_tl_issue):
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
   t0 = time.time()
+  mesh = sharding.make_mesh(config.mesh.to_dict())
   y_B, tr_B, te_B, grid = _synthetic_batch(config)
-  synth, h_B = _fit_synthetic(config, y_B, tr_B, te_B, grid)
+  synth, h_B = _fit_synthetic(config, y_B, tr_B, te_B, grid, mesh)
   tl_synth = _tensorly_synthetic(config, y_B, tr_B, te_B)
   logging.info("synthetic part: %.1f s", time.time() - t0)
-  kin, data_std = _kinetic(config)
+  kin, data_std = _kinetic(config, mesh)
 
   metrics = {}
   dens = np.asarray(config.densities)

@@ -15,6 +15,7 @@ def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.scale = "quick"  # "quick" or "full"
   c.seed = 0  # data, masks and initialisations of the synthetic part; Kinetic inits
+  c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
   c.n_seeds = 2  # synthetic tensors (and masks, inits) per kind (vmapped)
   c.densities = (0.05, 0.1, 0.2, 0.4, 0.6)  # observed fractions of the synthetic tensors (vmapped)
   c.ranks = (2, 3, 4)  # CP/Tucker/LFT/ALFT ranks (vmapped through rank masks)
