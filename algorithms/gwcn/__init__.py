@@ -65,7 +65,7 @@ _E = _N * (_N - 1)  # padded edge slots: every ordered pair
 
 def _example_adjacency(key):
   """A random symmetric 0/1 graph on 8 nodes that always contains the ring."""
-  u = jax.random.uniform(key, (_N, _N))
+  u = _uniform_NxN(key)
   ring = jnp.roll(jnp.eye(_N), 1, axis=1)
   rand = jnp.triu(u < 0.3, k=1).astype(jnp.float32)
   a = jnp.clip(rand + rand.T + ring + ring.T, 0.0, 1.0)
@@ -100,9 +100,19 @@ def _self_loop_edges():
   return s, s, w  # every live edge becomes a loop
 
 
+def _uniform_NxN(key):
+  """One ``8 x 8`` uniform draw: every example slices it (one PRNG shape to compile)."""
+  return jax.random.uniform(key, (_N, _N))
+
+
 def _limit_args(key):
-  k1, k2 = jax.random.split(key)
-  return (jax.random.uniform(k1, (6, 6)), jax.random.uniform(k2, (4, 6)))
+  u = _uniform_NxN(key)
+  return u[:6, :6], u[6:, :6]  # 6 quadrature points, 2 queries
+
+
+def _transfer_args(key):
+  u = _uniform_NxN(key)
+  return 2.0 * u[:, :3] - 1.0, 1.0 + u[:, 3:6]
 
 
 EXAMPLES = (
@@ -117,14 +127,13 @@ EXAMPLES = (
             lambda k: (_example_adjacency(k),),
             bad_args=(-_ring_np()[0],)),  # negative weights
     Example("sample_adjacency", lambda k, p: sample_adjacency(k, p, 0.5),
-            lambda k: (k, jax.random.uniform(jax.random.fold_in(k, 1), (_N, _N))),
+            lambda k: (k, _uniform_NxN(jax.random.fold_in(k, 1))),
             bad_args=(jax.random.key(0), np.full((_N, _N), 1.5, np.float32))),
     Example("degree_ordered_subgraph",
             lambda s, r, w: degree_ordered_subgraph(s, r, w, _N, 5), _example_edges,
             bad_args=_bad_edges()),
     Example("transfer_error", transfer_error,
-            lambda k: (jax.random.normal(k, (_N, 3)), 1.0 + jax.random.uniform(
-                jax.random.fold_in(k, 1), (_N, 3))),
+            _transfer_args,
             bad_args=(np.ones((_N, 3), np.float32), np.ones((_N, 2), np.float32))),
     Example("limit_shift", lambda a, b: limit_shift(a, b, normalized=True), _limit_args,
             bad_args=(np.ones((6, 5), np.float32), np.ones((4, 6), np.float32))),
