@@ -39,6 +39,7 @@ PDE_ORDER = {"advection": 1, "heat": 2, "burgers": 2, "darcy": 2, "kdv": 3}
 ADVECTION_SPEED, ADVECTION_T = 1.0, 0.3
 HEAT_NU, HEAT_T = 0.01, 0.5
 KDV_DELTA, KDV_T = 1e-3, 0.1
+GRF_DEFAULT = (25.0, 5.0, 2.0)  # (sigma, tau, alpha): the FNO Burgers input law of the paper's text
 
 
 def advect(a_NxS: jax.Array, c: float = ADVECTION_SPEED, t: float = ADVECTION_T) -> jax.Array:
@@ -100,8 +101,12 @@ BUILDERS = {"advection": DelNoAdvection, "heat": DelNoHeat, "kdv": DelNoKdv}
 
 def builder(name: str, *, resolution: int, solver_resolution: int | None = None,
             n_train: int = 1000, n_test: int = 200, seed: int = 0, num_steps: int = 1000,
-            data_dir: str | None = None) -> pde.PDEBuilder:
-  """The tfds builder of one configuration of ``advection``, ``heat`` or ``kdv``."""
+            grf_params: tuple = GRF_DEFAULT, data_dir: str | None = None) -> pde.PDEBuilder:
+  """The tfds builder of one configuration of ``advection``, ``heat`` or ``kdv``.
+
+  ``grf_params`` = (sigma, tau, alpha) of the input law N(0, sigma^2 (-Laplacian + tau^2 I)^-alpha);
+  a smaller alpha puts more of the input's energy at high frequencies.
+  """
   if name not in BUILDERS:
     raise ValueError(f"unknown del-NO PDE {name!r}; expected one of {sorted(BUILDERS)}")
   solver_resolution = solver_resolution or resolution
@@ -112,7 +117,8 @@ def builder(name: str, *, resolution: int, solver_resolution: int | None = None,
     raise ValueError(f"n_train and n_test must be >= 1, got {n_train}, {n_test}")
   cfg = pde.PDEConfig(name="", resolution=resolution, solver_resolution=solver_resolution,
                       n_train=n_train, n_test=n_test, seed=seed,
-                      num_steps=num_steps if name == "kdv" else 0)
+                      num_steps=num_steps if name == "kdv" else 0,
+                      grf=tuple(float(g) for g in grf_params))
   cfg = dataclasses.replace(cfg, name=pde.config_name(cfg))
   return BUILDERS[name](config=cfg, data_dir=paths.generated_dir(data_dir),
                         file_format="array_record")
@@ -120,14 +126,22 @@ def builder(name: str, *, resolution: int, solver_resolution: int | None = None,
 
 def load(name: str, *, resolution: int, solver_resolution: int | None = None,
          n_train: int = 1000, n_test: int = 200, seed: int = 0, num_steps: int | None = None,
-         data_dir: str | None = None, generate: bool = True) -> pde.Split:
-  """Loads any of ``advection``, ``heat``, ``kdv``, ``burgers``, ``darcy`` (generated once, cached)."""
+         grf_params: tuple = GRF_DEFAULT, data_dir: str | None = None,
+         generate: bool = True) -> pde.Split:
+  """Loads any of ``advection``, ``heat``, ``kdv``, ``burgers``, ``darcy`` (generated once, cached).
+
+  ``grf_params`` sets the 1-D input law (Darcy has its own coefficient law and rejects others).
+  """
+  grf_params = tuple(float(g) for g in grf_params)
+  if name == "darcy" and grf_params != GRF_DEFAULT:
+    raise ValueError(f"darcy has a fixed coefficient law; grf_params={grf_params} is for 1-D PDEs")
   if name in ("burgers", "darcy"):
     return pde.load(name, resolution=resolution, solver_resolution=solver_resolution,
                     n_train=n_train, n_test=n_test, seed=seed, num_steps=num_steps or 500,
-                    data_dir=data_dir, generate=generate)
+                    grf_params=grf_params, data_dir=data_dir, generate=generate)
   b = builder(name, resolution=resolution, solver_resolution=solver_resolution, n_train=n_train,
-              n_test=n_test, seed=seed, num_steps=num_steps or 1000, data_dir=data_dir)
+              n_test=n_test, seed=seed, num_steps=num_steps or 1000, grf_params=grf_params,
+              data_dir=data_dir)
   return pde.prepare_and_read(b, data_dir=data_dir, generate=generate)
 
 

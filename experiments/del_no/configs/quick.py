@@ -17,9 +17,10 @@ def get_config() -> ml_collections.ConfigDict:
   c.scale = "quick"  # "quick" (make reproduce) or "full"
   c.seed = 0  # first training seed; seeds are seed .. seed + num_seeds - 1
   c.data_seed = 0  # seed of the generated input fields
+  c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest); replicas split over "data"
   c.generate_data = True  # build missing datasets (False: fail if not cached)
   c.data_dir = ""  # tfds data_dir ("" -> $REPROJAX_DATA_DIR or ~/.cache/reprojax/tfds)
-  c.pdes = ("burgers", "kdv")  # 1-D PDEs of the grid (advection, heat, burgers, kdv)
+  c.pdes = ("burgers", "kdv", "darcy")  # PDEs of the grid (advection, heat, burgers, kdv; darcy: 2-D)
   c.backbone_names = ("fno", "deeponet")  # backbones of the grid (the U-Net is slow on CPU: full only)
   c.resolution = 64  # grid points of the data
   c.solver_resolution = 256  # grid of the solves (subsampled to resolution)
@@ -34,10 +35,19 @@ def get_config() -> ml_collections.ConfigDict:
   c.weight_decay = 1e-4  # decoupled weight decay of the network
   c.gl_terms = 16  # K_GL, taps of the Grunwald-Letnikov stencil
   c.standardize_features = False  # True: s_k start at 1 / RMS of their channel (much worse: amplifies noise)
+  c.darcy = ml_collections.ConfigDict(dict(  # the 2-D Darcy cells (grid s x s)
+      resolution=32,  # grid points per side of the data
+      solver_resolution=125,  # grid of the finite-difference solve (resolution - 1 divides its - 1)
+      n_train=256,  # training pairs
+      n_test=64,  # test pairs
+      batch_size=16,  # minibatch per replica
+  ))
   c.backbones = ml_collections.ConfigDict(dict(
       fno_modes=12,  # FNO Fourier modes
       fno_width=24,  # FNO channels
       fno_depth=2,  # FNO Fourier layers
+      fno_modes_2d=8,  # FNO Fourier modes per axis (Darcy)
+      fno_padding_2d=4,  # FNO zero padding per axis (Darcy is not periodic)
       unet_width=12,  # U-Net channels at the finest level
       unet_levels=2,  # U-Net down/up-sampling stages
       deeponet_width=128,  # DeepONet branch/trunk hidden width
@@ -49,5 +59,6 @@ def get_config() -> ml_collections.ConfigDict:
   c.sweep_sigma = 0.05  # noise level during the n sweep
   c.sweep_sigmas = (0.0, 0.1, 0.3)  # noise sweep values
   c.sweep_ns = (64, 128, 256)  # training-set-size sweep values (<= n_train)
+  c.sweep_alphas = (2.5, 2.0, 1.5)  # input spectral-decay sweep values (GRF alpha; default law: 2)
   c.monotone_rho = 0.8  # a sweep is "monotone" when the Spearman rho reaches this in the paper's direction
   return c
