@@ -1,16 +1,30 @@
-"""Tests of algorithms.comparison_oracle: estimators, quantum simulation, optimizers, noise, inputs.
+"""Tests of algorithms.comparison_oracle: estimators, quantum simulation, optimizers, noise,
+the hard chain, the experiment on a mesh, inputs.
 
-Float64 throughout (``jax.enable_x64``): comparisons of nearby values need it.
+Float64 throughout (``jax.enable_x64``): comparisons of nearby values need it. The
+tests are compile-bound (runs take milliseconds), so functions jitted here use XLA's
+lowest backend optimisation level (``_jit``), and one compiled optimizer serves the five
+3-d test functions (``lax.switch`` on a traced index).
 """
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import special
 
 from algorithms import comparison_oracle as co
+from experiments import sharding
+from experiments.comparison_oracle import experiment
+from experiments.comparison_oracle.configs import quick
+
+
+def _jit(fn):
+  """``jax.jit`` for code that runs once: cheaper compiles, same answers."""
+  return jax.jit(fn, compiler_options={"xla_backend_optimization_level": 0})
 
 
 @pytest.fixture(autouse=True)
@@ -158,35 +172,66 @@ def test_quantum_estimator_agrees_with_classical_at_log_queries():
 # ----------------------------------------------------------------------------- optimizer
 
 _EPS = 1e-3
+_STARTS = 2
 
 
 def _problems():
+  """(name, f, n, spread, offset): starts are offset + spread * N(0, I)."""
   A3 = jnp.diag(jnp.array([-1.0, 0.5, 2.0]))
   return [
-      ("quadratic_quartic", co.quadratic_quartic(A3), 3, 0.8, {}),
-      ("rosenbrock", co.rosenbrock, 2, 0.3, {"radius_scale": 10.0}),
-      ("octopus", co.octopus, 3, 0.02, {"radius_scale": 10.0}),
-      ("sparse_quadric", co.sparse_quadric(2), 4, 0.8, {}),
-      ("skewed_quartic", co.skewed_quartic, 3, 0.8, {}),
-      ("mlp_loss", co.mlp_loss, co.MLP_NUM_PARAMS, 0.5, {"radius_scale": 10.0}),
+      ("quadratic_quartic", co.quadratic_quartic(A3), 3, 0.8, 0.0),
+      ("rosenbrock", co.rosenbrock, 3, 0.3, jnp.array([0.0, 0.5, 0.0])),
+      ("octopus", co.octopus, 3, 0.02, 0.0),
+      ("sparse_quadric", co.sparse_quadric(2), 3, 0.8, 0.0),
+      ("skewed_quartic", co.skewed_quartic, 3, 0.8, 0.0),
+      ("mlp_loss", co.mlp_loss, co.MLP_NUM_PARAMS, 0.5, 0.0),
   ]
 
 
-@pytest.mark.parametrize("name,f,n,spread,kw", _problems(), ids=[p[0] for p in _problems()])
-def test_reaches_eps_stationarity_from_comparisons_only(name, f, n, spread, kw):
-  oracle = co.make_oracle(sealed(f), n)  # any non-comparison use of f raises
-  with pytest.raises(TypeError):
+def _starts(spread, offset, n):
+  return offset + spread * jax.random.normal(jax.random.key(1), (_STARTS, n), jnp.float64)
+
+
+@functools.cache
+def _sealed_runs(group):
+  """60 iterations of ours from every start of every function in ``group``, one compile.
+
+  ``group`` is ``"3d"`` (the five 3-d functions, ``lax.switch`` on a traced index) or
+  ``"mlp"``. The oracle holds a *sealed* f. Trust radius c_r = 10 for all (the default
+  c_r = 1 runs in the noisy-oracle and quantum tests). Returns ``(names, x_BxN, counts_BxT)``.
+  """
+  probs = [p for p in _problems() if (p[0] == "mlp_loss") == (group == "mlp")]
+  fs = [(lambda g: lambda x: g(x).astype(x.dtype))(p[1]) for p in probs]
+  n = probs[0][2]
+
+  def one(idx, x0, key):
+    oracle = co.make_oracle(sealed(lambda x: jax.lax.switch(idx, fs, x)), n)
+    method = co.second_order_method(oracle, gamma=1e-5, radius_scale=10.0)
+    final, _, counts = co.run(method, x0, key, _EPS, 60)
+    return final.x, counts
+
+  idx = jnp.repeat(jnp.arange(len(probs)), _STARTS)
+  x0 = jnp.concatenate([_starts(p[3], p[4], n) for p in probs])
+  keys = jax.random.split(jax.random.key(0), len(idx))
+  if group == "3d":  # cheap runs: vmapped, lowest optimisation level
+    x, counts = _jit(jax.vmap(one))(idx, x0, keys)
+  else:  # the MLP's runs are not cheap: optimised code, one start at a time
+    fn = jax.jit(one)
+    x, counts = zip(*[fn(i, x, k) for i, x, k in zip(idx, x0, keys)])
+  return [probs[i][0] for i in np.asarray(idx)], np.asarray(x), np.asarray(counts)
+
+
+@pytest.mark.parametrize("name,f,n", [p[:3] for p in _problems()], ids=[p[0] for p in _problems()])
+def test_reaches_eps_stationarity_from_comparisons_only(name, f, n):
+  with pytest.raises(TypeError):  # any non-comparison use of a sealed value raises
     float(sealed(f)(jnp.ones(n)))
-  starts = spread * jax.random.normal(jax.random.key(1), (2, n), jnp.float64)
-  if name == "rosenbrock":
-    starts = starts + jnp.array([0.0, 0.5])
-  for i in range(starts.shape[0]):
-    x, queries, _, counts = co.find_stationary_point(oracle, starts[i], jax.random.key(i),
-                                                     eps=_EPS, num_steps=60, gamma=1e-5, **kw)
-    gnorm = float(jnp.linalg.norm(jax.grad(f)(x)))
-    assert gnorm <= _EPS, (name, i, gnorm)
-    # The count is carried through jit and scan: it grows every iteration.
-    assert np.all(np.diff(np.asarray(counts)) > 0) and int(queries) == int(counts[-1])
+  names, xs, counts = _sealed_runs("mlp" if name == "mlp_loss" else "3d")
+  rows = [i for i, m in enumerate(names) if m == name]
+  assert len(rows) == _STARTS
+  gnorm = np.linalg.norm(_jit(jax.vmap(jax.grad(f)))(jnp.asarray(xs[rows])), axis=1)
+  assert np.all(gnorm <= _EPS), (name, gnorm)
+  # The count is carried through jit and scan: it grows every iteration.
+  assert np.all(np.diff(counts[rows], axis=1) > 0)
 
 
 def test_quantum_and_baseline_reach_eps():
@@ -197,13 +242,29 @@ def test_quantum_and_baseline_reach_eps():
   x0 = jnp.array([0.5, 0.4])
   for method in (co.second_order_method(oracle, estimator="quantum"),
                  co.zhang_li_method(oracle, ell=4.0)):
-    q, t, reached, _ = jax.jit(
+    q, t, reached, _ = _jit(
         lambda x, k: co.queries_to_stationarity(method, gn, x, k, 1e-2, 5000))(
             x0, jax.random.key(0))
     assert bool(reached) and int(q) > 0, method.name
 
 
-# ----------------------------------------------------------------------------- noise
+# ----------------------------------------------------------------------------- experiment on a mesh, noise
+
+def test_experiment_runs_agree_on_8_and_1_devices():
+  """The experiment's vmapped queries-to-eps runs (here the baseline's: the cheapest compile),
+  split over the 8 fake CPU devices, equal those on a 1-device mesh bit for bit."""
+  config = quick.get_config()
+  config.num_seeds = 3  # 3 replicas: padded to 8 on the 8-device mesh
+  eps_B = np.full(3, 5e-2)
+  mesh8 = sharding.make_mesh(config.mesh.to_dict())
+  mesh1 = sharding.make_mesh(devices=jax.devices()[:1])
+  assert mesh8.shape[sharding.DATA] == 8 and mesh1.shape[sharding.DATA] == 1
+  out8 = experiment.queries_to_eps("zhang_li", 2, eps_B, config, mesh=mesh8)
+  out1 = experiment.queries_to_eps("zhang_li", 2, eps_B, config, mesh=mesh1)
+  for a, b in zip(out8, out1):  # queries, iterations, reached
+    np.testing.assert_array_equal(a, b)
+  assert out8[2].all() and np.all(out8[0] > 0)
+
 
 def test_noisy_oracle_majority_vote_converges_with_measured_overhead():
   A = jnp.diag(jnp.array([-1.0, 2.0]))
@@ -217,7 +278,7 @@ def test_noisy_oracle_majority_vote_converges_with_measured_overhead():
   out = {}
   for name, orc in (("exact", exact), ("noisy", noisy)):
     m = co.second_order_method(orc)
-    q, t, reached, _ = jax.jit(
+    q, t, reached, _ = _jit(
         lambda k: co.queries_to_stationarity(m, gn, x0, k, eps, 200))(jax.random.key(0))
     assert bool(reached), name
     out[name] = float(q)
@@ -234,7 +295,7 @@ def test_noise_model_flip_rates():
   p0, tau, T = 0.4, 1.0, 4000
   for votes in (1, 9):
     orc = co.make_oracle(f, 1, flip_prob=p0, flip_scale=tau, votes=votes)
-    bits, st = jax.jit(jax.vmap(lambda k: co.compare(orc, co.init_state(k), x, y)))(
+    bits, st = _jit(jax.vmap(lambda k: co.compare(orc, co.init_state(k), x, y)))(
         jax.random.split(jax.random.key(0), T))
     wrong = 1.0 - np.asarray(bits).mean(axis=0)
     p = p0 * np.exp(-np.array([0.5, 2.0, 10.0]) / tau)
@@ -243,6 +304,54 @@ def test_noise_model_flip_rates():
     else:
       assert np.all(wrong <= np.exp(-2 * votes * (0.5 - p) ** 2) + 4 * np.sqrt(0.25 / T))
     assert np.all(np.asarray(st.count) == 3 * votes)
+
+
+# ----------------------------------------------------------------------------- hard chain
+
+def test_hard_chain_properties():
+  """Carmon et al.'s chain: zero-chain support, ||grad|| > 1 while |x_T| < 1, gap <= 12 T,
+  Lipschitz constants, and the scaling that puts a chain of T links at a given eps."""
+  n, T = 6, 4
+  f = lambda x, t: co.chain(x, t)
+  grad = _jit(jax.vmap(jax.grad(f), (0, None)))
+  rng = np.random.default_rng(0)
+  # Masked links equal the explicit sum over links 2..T (T traced, one compile).
+  psi = lambda t: np.where(t > 0.5, np.exp(1 - 1 / np.where(t > 0.5, 2 * t - 1, 1.0) ** 2), 0.0)
+  phi = lambda t: np.sqrt(np.e * np.pi / 2) * special.erfc(-t / np.sqrt(2))
+  X = rng.uniform(-2, 2, (3, n))
+  want = -phi(X[:, 0]) + sum(psi(-X[:, i - 1]) * phi(-X[:, i]) - psi(X[:, i - 1]) * phi(X[:, i])
+                             for i in range(1, T))
+  value = _jit(jax.vmap(f, (0, None)))
+  np.testing.assert_allclose(value(jnp.asarray(X), T), want, rtol=1e-12)
+  # Zero chain: with x_j = 0 past k, the gradient vanishes past k + 1 (and past T).
+  X = np.zeros((3, n))
+  X[:, :2] = rng.uniform(-2, 2, (3, 2))
+  g = np.asarray(grad(jnp.asarray(X), T))
+  assert np.all(g[:, 3:] == 0.0) and np.all(np.abs(g[:, 0]) > 0)
+  # ||grad|| > 1 whenever |x_T| < 1.
+  X = rng.uniform(-3, 3, (2000, n))
+  X[:, T - 1] = rng.uniform(-1, 1, 2000)
+  assert np.linalg.norm(np.asarray(grad(jnp.asarray(X), T)), axis=1).min() > 1.0
+  # Gap: f(0) - f(x) <= 12 T (the infimum is approached as all x_i -> +inf).
+  f0, f_inf = value(jnp.stack([jnp.zeros(n), jnp.full(n, 10.0)]), T)
+  assert 0.0 < float(f0 - f_inf) <= co.CHAIN_GAP_PER_LINK * T
+  # Lipschitz constants: sampled |D^2 f[v, v]| <= l_1 and |D^3 f[v, v, v]| <= l_2.
+  d2 = lambda x, v: jax.jvp(lambda y: jax.jvp(lambda z: f(z, T), (y,), (v,))[1], (x,), (v,))[1]
+  d3 = lambda x, v: jax.jvp(lambda y: d2(y, v), (x,), (v,))[1]
+  X = jnp.asarray(rng.uniform(-2.5, 2.5, (4000, n)))
+  V = rng.normal(size=(4000, n))
+  V = jnp.asarray(V / np.linalg.norm(V, axis=1, keepdims=True))
+  assert float(jnp.abs(_jit(jax.vmap(d2))(X, V)).max()) <= co.CHAIN_LIPSCHITZ[1]
+  assert float(jnp.abs(_jit(jax.vmap(d3))(X, V)).max()) <= co.CHAIN_LIPSCHITZ[2]
+  # Scaling: gap budget spent, ||grad f|| = eps ||grad f_T(x / sigma)||, T ~ eps^-(p+1)/p.
+  for order, lip in ((1, 5.0), (2, 1.0)):
+    eps, sigma, scale = co.hard_chain_params(jnp.array([2.0, 16.0]), order, 1.0, lip)
+    np.testing.assert_allclose(12 * np.array([2.0, 16.0]) * scale, 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.log(8.0) / np.log(eps[0] / eps[1]), (order + 1) / order,
+                               rtol=1e-12)
+    X = jnp.asarray(rng.normal(size=(3, n)))
+    gs = _jit(jax.vmap(jax.grad(co.hard_chain(16, sigma[1], scale[1]))))(X)
+    np.testing.assert_allclose(gs, eps[1] * grad(X / sigma[1], 16), rtol=1e-10)
 
 
 # ----------------------------------------------------------------------------- bad input
