@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+import zlib
+from typing import Any, NamedTuple
 
 from absl import logging
 import flax.linen as nn
@@ -120,52 +121,67 @@ def _replica_rows(mesh, a, r: int):
   return sharding.global_array(a, sharding.data_sharding(mesh))
 
 
+class Trained(NamedTuple):
+  """What :func:`train_replicas` returns."""
+
+  params: Any  # the R replicas' parameters (leading axis R)
+  losses_TxR: np.ndarray  # training loss of every step
+  step_s: float  # seconds per step of the whole compiled run (all R replicas)
+  test_RxM: np.ndarray | None  # per-example relative L2 test errors (None without test data)
+
+
 def train_replicas(model: nn.Module, optimizer: optax.GradientTransformation,
                    x_RxNxS: np.ndarray, y_RxNxS: np.ndarray, n_R: np.ndarray, seeds_R: np.ndarray,
-                   y_norm, steps: int, batch_size: int, mesh=None):
+                   y_norm, steps: int, batch_size: int, mesh=None,
+                   x_test_RxMxS: np.ndarray | None = None,
+                   y_test_RxMxS: np.ndarray | None = None) -> Trained:
   """Trains R replicas for ``steps`` minibatch steps; replica r draws from its first n_R[r] pairs.
+
+  One replica's whole run (init, a ``lax.scan`` over Adam steps, then its test errors)
+  is a pure function of (seed, its data, its minibatch indices); it is ``jax.vmap``-ed
+  over the R replicas and jitted with the replica axis split over the mesh's ``data``
+  axis (R padded to a multiple of it), so replicas run on different devices and never
+  communicate. The run is compiled ahead of time, then timed.
 
   ``y_norm`` is one output :class:`Normalizer` for all replicas, or a sequence of R
   (replicas trained on different datasets).
-
-  One replica's whole run (init, then a ``lax.scan`` over Adam steps) is a pure function
-  of (seed, its data, its minibatch indices); it is ``jax.vmap``-ed over the R replicas
-  and jitted with the replica axis split over the mesh's ``data`` axis (R padded to a
-  multiple of it), so replicas run on different devices and never communicate.
-
-  Returns (params_R, the training loss of every step ``losses_TxR``, seconds per step
-  of the compiled run: the whole run is compiled ahead of time, then timed).
   """
   mesh = sharding.make_mesh() if mesh is None else mesh
   r = len(seeds_R)
   ym_R, ys_R = _norm_rows(y_norm, r)
+  if x_test_RxMxS is None:  # no test set: a one-example stand-in, errors not returned
+    x_test_RxMxS, y_test_RxMxS = np.asarray(x_RxNxS)[:, :1], np.asarray(y_RxNxS)[:, :1]
+    with_test = False
+  else:
+    with_test = True
   # Minibatches depend on the replica's seed only: replicas of one seed under different noise
   # see the same pairs (common random numbers), and a replica trains alike alone or in a batch.
   rngs = [np.random.default_rng([int(s), 7]) for s in seeds_R]
   idx_RxTxB = np.stack([rg.integers(0, int(n), (steps, batch_size)) for rg, n in zip(rngs, n_R)])
 
-  def fit_one(seed, x_NxS, y_NxS, idx_TxB, y_mean, y_std):
+  def fit_one(seed, x_NxS, y_NxS, idx_TxB, y_mean, y_std, x_test, y_test):
     params = model.init(jax.random.key(seed), x_NxS[:1])
 
-    def loss_fn(p, xb, yb):
-      return jnp.mean(relative_l2(model.apply(p, xb) * y_std + y_mean, yb))
+    def predict(p, xb):
+      return model.apply(p, xb) * y_std + y_mean
 
     def step(carry, idx_B):
       p, o = carry
-      loss, g = jax.value_and_grad(loss_fn)(p, x_NxS[idx_B], y_NxS[idx_B])
+      loss, g = jax.value_and_grad(
+          lambda q: jnp.mean(relative_l2(predict(q, x_NxS[idx_B]), y_NxS[idx_B])))(p)
       upd, o = optimizer.update(g, o, p)
       return (optax.apply_updates(p, upd), o), loss
 
     (params, _), losses_T = jax.lax.scan(step, (params, optimizer.init(params)), idx_TxB)
-    return params, losses_T
+    return params, losses_T, relative_l2(predict(params, x_test), y_test)
 
-  args = [_replica_rows(mesh, a, r)
-          for a in (np.asarray(seeds_R), x_RxNxS, y_RxNxS, idx_RxTxB, ym_R, ys_R)]
+  args = [_replica_rows(mesh, a, r) for a in (np.asarray(seeds_R), x_RxNxS, y_RxNxS, idx_RxTxB,
+                                              ym_R, ys_R, x_test_RxMxS, y_test_RxMxS)]
   fit = jax.jit(jax.vmap(fit_one), out_shardings=sharding.data_sharding(mesh))
   t0, c0 = time.perf_counter(), time.process_time()
   compiled = fit.lower(*args).compile()
   t1, c1 = time.perf_counter(), time.process_time()
-  params, losses = jax.block_until_ready(compiled(*args))
+  params, losses, test = jax.block_until_ready(compiled(*args))
   per_step = (time.perf_counter() - t1) / steps
   logging.info("trained %d replicas x %d steps: compile %.1f s (CPU %.1f s), run %.1f s (CPU %.1f s)",
                r, steps, t1 - t0, c1 - c0, per_step * steps, time.process_time() - c1)
@@ -173,7 +189,8 @@ def train_replicas(model: nn.Module, optimizer: optax.GradientTransformation,
   if not np.all(np.isfinite(losses_TxR)):
     bad = int(np.argmax(~np.all(np.isfinite(losses_TxR), axis=1)))
     raise FloatingPointError(f"non-finite training loss at step {bad}; lower the learning rate")
-  return jax.tree.map(lambda a: a[:r], params), losses_TxR, per_step
+  return Trained(jax.tree.map(lambda a: a[:r], params), losses_TxR, per_step,
+                 sharding.to_host(test)[:r] if with_test else None)
 
 
 def step_time(model, optimizer, x_BxS, y_BxS, replicas: int, repeats: int) -> float:
@@ -199,15 +216,6 @@ def step_time(model, optimizer, x_BxS, y_BxS, replicas: int, repeats: int) -> fl
   return float(np.median(times))
 
 
-def _evaluate(model, params_R, x_RxMxS, y_RxMxS, y_norm, mesh=None):
-  """Per-replica, per-example relative L2 test errors ``(R, M)``, the replicas split over the mesh."""
-  ym_R, ys_R = _norm_rows(y_norm, len(x_RxMxS))
-  f = sharding.vmap_sharded(lambda p, x, y, mu, sd: relative_l2(model.apply(p, x) * sd + mu, y),
-                            mesh)
-  return sharding.to_host(f(params_R, jnp.asarray(x_RxMxS), jnp.asarray(y_RxMxS),
-                            jnp.asarray(ym_R), jnp.asarray(ys_R)))
-
-
 def _pde_sizes(config, pde: str) -> ml_collections.ConfigDict:
   """Grid, sample and batch sizes of one PDE: Darcy (2-D) has its own (``config.darcy``)."""
   if pde == "darcy":
@@ -217,21 +225,61 @@ def _pde_sizes(config, pde: str) -> ml_collections.ConfigDict:
       n_train=config.n_train, n_test=config.n_test, batch_size=config.batch_size))
 
 
-def _load(config, pde, grf_params=del_no_pdes.GRF_DEFAULT):
-  sz = _pde_sizes(config, pde)
-  data = del_no_pdes.load(pde, resolution=sz.resolution, solver_resolution=sz.solver_resolution,
-                          n_train=sz.n_train, n_test=sz.n_test, seed=config.data_seed,
-                          grf_params=grf_params, data_dir=config.data_dir or None,
-                          generate=config.generate_data)
-  # Scalar input normalisation (a pointwise one would distort the derivatives); pointwise output.
-  xn = Normalizer(data.x_train.reshape(-1, 1), True)
-  yn = Normalizer(data.y_train, True)
-  return data, xn, yn
+class Replica(NamedTuple):
+  """One training run's data and seed."""
+
+  pde: str
+  alpha: float  # spectral decay of the 1-D input law (GRF_DEFAULT's 2 unless swept)
+  sigma: float  # relative input noise level (train and test inputs)
+  n: int  # training pairs it draws from (the first n)
+  seed: int
 
 
-def _noisy(config, x, sigma, tag):
-  key = jax.random.fold_in(jax.random.key(config.seed + 1000), tag)
-  return np.asarray(del_no_pdes.add_noise(key, jnp.asarray(x), sigma), np.float32)
+class ModelKey(NamedTuple):
+  """Replicas with equal keys train as one vmapped run (one compile)."""
+
+  backbone: str
+  dims: int  # 1 (periodic) or 2 (Darcy, non-periodic)
+  orders: tuple[float, ...]  # del-NO's initial orders; () for the plain backbone
+
+
+def model_key(backbone: str, pde: str, augmented: bool) -> ModelKey:
+  orders = initial_orders(del_no_pdes.PDE_ORDER[pde]) if augmented else ()
+  return ModelKey(backbone, 2 if pde == "darcy" else 1, orders)
+
+
+class _Inputs:
+  """Datasets by (pde, alpha), loaded once, and their encoded (noisy) inputs by (pde, alpha, sigma)."""
+
+  def __init__(self, config):
+    self.config = config
+    self.data, self.x = {}, {}
+
+  def dataset(self, pde, alpha):
+    if (pde, alpha) not in self.data:
+      g = del_no_pdes.GRF_DEFAULT
+      split = del_no_pdes.load(
+          pde, **{k: v for k, v in _pde_sizes(self.config, pde).items() if k != "batch_size"},
+          seed=self.config.data_seed, grf_params=(g[0], g[1], alpha),
+          data_dir=self.config.data_dir or None, generate=self.config.generate_data)
+      # Scalar input normalisation (a pointwise one would distort the derivatives); pointwise output.
+      self.data[(pde, alpha)] = (split, Normalizer(split.x_train.reshape(-1, 1), True),
+                                 Normalizer(split.y_train, True))
+    return self.data[(pde, alpha)]
+
+  def inputs(self, pde, alpha, sigma):
+    """Encoded (train, test) inputs with relative noise sigma (a fixed draw per setting)."""
+    if (pde, alpha, sigma) not in self.x:
+      split, xn, _ = self.dataset(pde, alpha)
+      out = []
+      for part, x in (("train", split.x_train), ("test", split.x_test)):
+        if sigma > 0:
+          tag = zlib.crc32(f"{pde}|{alpha:g}|{sigma:g}|{part}".encode()) & 0x7FFFFFFF
+          key = jax.random.fold_in(jax.random.key(self.config.seed + 1000), tag)
+          x = np.asarray(del_no_pdes.add_noise(key, jnp.asarray(x), sigma), np.float32)
+        out.append(xn.encode(x).astype(np.float32))
+      self.x[(pde, alpha, sigma)] = tuple(out)
+    return self.x[(pde, alpha, sigma)]
 
 
 def order_summary(params_R) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
@@ -253,72 +301,43 @@ def order_summary(params_R) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarr
   return np.concatenate([bx, by, bm], 1), names, top, np.abs(bx - by).max(1)
 
 
+def train_groups(config, requests: dict[ModelKey, list[Replica]], inputs: _Inputs, mesh=None):
+  """Trains every requested (model, replica) once: one vmapped run per model key.
+
+  Returns ``(per_replica, step_s)``: ``per_replica[(key, replica)]`` holds the test
+  error (mean over test pairs), the final-tenth mean training loss and, for del-NO,
+  the learned orders; ``step_s[key]`` is the run's seconds per step per replica.
+  """
+  per_replica, step_s = {}, {}
+  for key, reps in requests.items():
+    reps = list(dict.fromkeys(reps))
+    xs = [inputs.inputs(r.pde, r.alpha, r.sigma) for r in reps]
+    data = [inputs.dataset(r.pde, r.alpha) for r in reps]
+    sz = _pde_sizes(config, reps[0].pde)
+    m = int(max(key.orders)) if key.orders else 2
+    model, opt = make_model(key.backbone, config, m, bool(key.orders), xs[0][0], key.dims,
+                            periodic=key.dims == 1)
+    out = train_replicas(
+        model, opt, np.stack([x[0] for x in xs]), np.stack([d[0].y_train for d in data]),
+        np.asarray([r.n for r in reps]), np.asarray([r.seed for r in reps]),
+        [d[2] for d in data], config.steps, sz.batch_size, mesh,
+        np.stack([x[1] for x in xs]), np.stack([d[0].y_test for d in data]))
+    step_s[key] = out.step_s / len(reps)
+    tail = out.losses_TxR[-max(1, config.steps // 10):].mean(0)
+    orders = order_summary(out.params) if key.orders else None
+    for i, r in enumerate(reps):
+      rec = dict(err=float(out.test_RxM[i].mean()), loss=float(tail[i]))
+      if orders is not None:
+        rec.update(orders=orders[0][i], names=orders[1], top=float(orders[2][i]),
+                   xy_gap=float(orders[3][i]))
+      per_replica[(key, r)] = rec
+    logging.info("%s: %d replicas, %.2f ms per replica-step", key, len(reps), 1e3 * step_s[key])
+  return per_replica, step_s
+
+
 def _mean_se(v):
   v = np.asarray(v, np.float64)
   return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
-
-
-def run_grid(config, metrics: dict, mesh=None) -> list[dict]:
-  """The PDE x backbone x {clean, noisy} grid; returns one record per cell."""
-  seeds = config.seed + np.arange(config.num_seeds)
-  conds = (("clean", 0.0), ("noisy", config.noise_sigma))
-  cells = []
-  for pde in config.pdes:
-    data, xn, yn = _load(config, pde)
-    sz = _pde_sizes(config, pde)
-    m = del_no_pdes.PDE_ORDER[pde]
-    dims, periodic = (2, False) if pde == "darcy" else (1, True)
-    xs_tr, xs_te = [], []
-    for c_i, (_, sigma) in enumerate(conds):
-      xtr = data.x_train if sigma == 0 else _noisy(config, data.x_train, sigma, 2 * c_i)
-      xte = data.x_test if sigma == 0 else _noisy(config, data.x_test, sigma, 2 * c_i + 1)
-      xs_tr.append(xn.encode(xtr).astype(np.float32))
-      xs_te.append(xn.encode(xte).astype(np.float32))
-    # Replicas: condition-major, seed-minor.
-    x_tr = np.stack([xs_tr[c] for c in range(len(conds)) for _ in seeds])
-    x_te = np.stack([xs_te[c] for c in range(len(conds)) for _ in seeds])
-    y_tr = np.broadcast_to(data.y_train, (x_tr.shape[0],) + data.y_train.shape)
-    y_te = np.broadcast_to(data.y_test, (x_te.shape[0],) + data.y_test.shape)
-    seeds_R = np.tile(seeds, len(conds))
-    n_R = np.full(x_tr.shape[0], sz.n_train)
-    for bb in config.backbone_names:
-      errs, orders, step_s = {}, None, {}
-      for augmented in (False, True):
-        model, opt = make_model(bb, config, m, augmented, xs_tr[0], dims, periodic)
-        params, losses, step_s[augmented] = train_replicas(
-            model, opt, x_tr, y_tr, n_R, seeds_R, yn, config.steps, sz.batch_size, mesh)
-        errs[augmented] = _evaluate(model, params, x_te, y_te, yn, mesh).mean(1).reshape(
-            len(conds), -1)
-        tail = losses[-max(1, config.steps // 10):].mean(0).reshape(len(conds), -1).mean(1)
-        for c_i, (cname, _) in enumerate(conds):
-          metrics[f"{pde}_{bb}_{cname}_{'delno' if augmented else 'base'}_train_loss"] = float(
-              tail[c_i])
-        if augmented:
-          orders = order_summary(params)
-        logging.info("%s/%s %s: %.1f ms per step", pde, bb, "del-NO" if augmented else "base",
-                     1e3 * step_s[augmented])
-      overhead = step_s[True] / step_s[False] - 1
-      metrics[f"{pde}_{bb}_step_overhead"] = overhead
-      all_b, names, top, xy_gap = orders
-      for c_i, (cname, sigma) in enumerate(conds):
-        rows = slice(c_i * len(seeds), (c_i + 1) * len(seeds))
-        b_mean, b_se = _mean_se(errs[False][c_i])
-        d_mean, d_se = _mean_se(errs[True][c_i])
-        cell = dict(pde=pde, backbone=bb, cond=cname, sigma=sigma, m=m, base=b_mean, base_se=b_se,
-                    delno=d_mean, delno_se=d_se, orders=dict(zip(names, all_b[rows].mean(0).tolist())),
-                    max_order=float(top[rows].mean()), win=d_mean < b_mean,
-                    xy_gap=float(xy_gap[rows].mean()))
-        cells.append(cell)
-        key = f"{pde}_{bb}_{cname}"
-        metrics.update({f"{key}_base_rel_l2": b_mean, f"{key}_base_rel_l2_se": b_se,
-                        f"{key}_delno_rel_l2": d_mean, f"{key}_delno_rel_l2_se": d_se,
-                        f"{key}_max_order": cell["max_order"]})
-        metrics.update({f"{key}_{n}": b for n, b in cell["orders"].items()})
-        if dims == 2:
-          metrics[f"{key}_xy_gap"] = cell["xy_gap"]
-        logging.info("%s: base %.4f +- %.4f, del-NO %.4f +- %.4f, orders %s (m=%d)", key, b_mean,
-                     b_se, d_mean, d_se, {n: round(b, 3) for n, b in cell["orders"].items()}, m)
-  return cells
 
 
 SWEEP_KINDS = ("sigma", "n", "alpha")
@@ -342,45 +361,88 @@ def sweep_settings(config) -> dict[str, list[tuple[float, tuple[float, int, floa
   return {k: [(float(v), make[k](v)) for v in values[k]] for k in SWEEP_KINDS if values[k]}
 
 
-def run_sweeps(config, mesh=None) -> tuple[dict, dict]:
-  """All sweeps of del-NO on ``sweep_pde`` as one vmapped run over (setting x seed).
+def _conds(config):
+  return (("clean", 0.0), ("noisy", float(config.noise_sigma)))
 
-  Settings shared by two sweeps (e.g. n = n_train in the n sweep and alpha = 2 in the
-  alpha sweep) are trained once. Returns ``{kind: (values_V, top_order_VxSeeds)}`` and
-  ``{alpha: the input's band edge}``: the highest wavenumber whose mean input power
-  exceeds the noise power at ``sweep_sigma`` (the xi_max of the closed form).
+
+def requests(config) -> dict[ModelKey, list[Replica]]:
+  """Every run the grid and the sweeps need, grouped by model.
+
+  The plain 1-D backbones of all 1-D PDEs share a group; the sweeps join the grid's
+  del-NO group of their backbone and PDE, whose clean and noisy cells they partly repeat.
   """
-  pde = config.sweep_pde
-  m = del_no_pdes.PDE_ORDER[pde]
-  points = sweep_settings(config)
-  settings = sorted({s for pts in points.values() for _, s in pts})
-  g = del_no_pdes.GRF_DEFAULT
-  datasets = {a: _load(config, pde, (g[0], g[1], a)) for a in sorted({s[2] for s in settings})}
-  noise_tags = sorted({(s[0], s[2]) for s in settings})
-  seeds = config.seed + np.arange(config.sweep_seeds)
-  xs, ys, norms, ns = [], [], [], []
-  for sigma, n, alpha in settings:
-    data, xn, yn = datasets[alpha]
-    tag = 100 + noise_tags.index((sigma, alpha))
-    x = data.x_train if sigma == 0 else _noisy(config, data.x_train, sigma, tag)
-    for _ in seeds:
-      xs.append(xn.encode(x).astype(np.float32))
-      ys.append(data.y_train)
-      norms.append(yn)
-      ns.append(n)
-  model, opt = make_model(config.sweep_backbone, config, m, True, xs[0])
-  params, _, _ = train_replicas(model, opt, np.stack(xs), np.stack(ys), np.asarray(ns),
-                                np.tile(seeds, len(settings)), norms, config.steps,
-                                config.batch_size, mesh)
-  top = order_summary(params)[2].reshape(len(settings), len(seeds))
-  out = {k: (np.asarray([v for v, _ in pts]), np.stack([top[settings.index(s)] for _, s in pts]))
-         for k, pts in points.items()}
-  edges = {}
-  for alpha, (data, _, _) in datasets.items():
-    x = data.x_train
-    power = np.mean(np.abs(np.fft.rfft(x, axis=-1)) ** 2, axis=0)
-    noise = x.shape[-1] * config.sweep_sigma**2 * np.mean(x**2)
-    edges[alpha] = float(max(2, np.max(np.nonzero(power > noise)[0], initial=2)))
+  alpha0 = float(del_no_pdes.GRF_DEFAULT[2])
+  req: dict[ModelKey, list[Replica]] = {}
+  for pde in config.pdes:
+    n = _pde_sizes(config, pde).n_train
+    for bb in config.backbone_names:
+      for augmented in (False, True):
+        req.setdefault(model_key(bb, pde, augmented), []).extend(
+            Replica(pde, alpha0, sigma, n, int(config.seed + s))
+            for _, sigma in _conds(config) for s in range(config.num_seeds))
+  key = model_key(config.sweep_backbone, config.sweep_pde, True)
+  for pts in sweep_settings(config).values() if config.sweep_seeds else ():
+    for _, (sigma, n, alpha) in pts:
+      req.setdefault(key, []).extend(Replica(config.sweep_pde, alpha, sigma, n, int(config.seed + s))
+                                     for s in range(config.sweep_seeds))
+  return req
+
+
+def grid_cells(config, per_replica, step_s, metrics: dict) -> list[dict]:
+  """The PDE x backbone x {clean, noisy} cells from the trained replicas (and their metrics)."""
+  alpha0 = float(del_no_pdes.GRF_DEFAULT[2])
+  cells = []
+  for pde in config.pdes:
+    m = del_no_pdes.PDE_ORDER[pde]
+    n = _pde_sizes(config, pde).n_train
+    for bb in config.backbone_names:
+      kb, kd = model_key(bb, pde, False), model_key(bb, pde, True)
+      metrics[f"{pde}_{bb}_step_overhead"] = step_s[kd] / step_s[kb] - 1
+      for cname, sigma in _conds(config):
+        reps = [Replica(pde, alpha0, sigma, n, int(config.seed + s))
+                for s in range(config.num_seeds)]
+        base = [per_replica[(kb, r)] for r in reps]
+        dn = [per_replica[(kd, r)] for r in reps]
+        b_mean, b_se = _mean_se([x["err"] for x in base])
+        d_mean, d_se = _mean_se([x["err"] for x in dn])
+        orders = np.mean([x["orders"] for x in dn], axis=0)
+        cell = dict(pde=pde, backbone=bb, cond=cname, sigma=sigma, m=m, base=b_mean, base_se=b_se,
+                    delno=d_mean, delno_se=d_se,
+                    orders={nm: float(o) for nm, o in zip(dn[0]["names"], orders)},
+                    max_order=float(np.mean([x["top"] for x in dn])), win=d_mean < b_mean,
+                    xy_gap=float(np.mean([x["xy_gap"] for x in dn])))
+        cells.append(cell)
+        key = f"{pde}_{bb}_{cname}"
+        metrics.update({f"{key}_base_rel_l2": b_mean, f"{key}_base_rel_l2_se": b_se,
+                        f"{key}_delno_rel_l2": d_mean, f"{key}_delno_rel_l2_se": d_se,
+                        f"{key}_max_order": cell["max_order"],
+                        f"{key}_base_train_loss": float(np.mean([x["loss"] for x in base])),
+                        f"{key}_delno_train_loss": float(np.mean([x["loss"] for x in dn]))})
+        metrics.update({f"{key}_{nm}": b for nm, b in cell["orders"].items()})
+        if pde == "darcy":
+          metrics[f"{key}_xy_gap"] = cell["xy_gap"]
+        logging.info("%s: base %.4f +- %.4f, del-NO %.4f +- %.4f, orders %s (m=%d)", key, b_mean,
+                     b_se, d_mean, d_se, {nm: round(b, 3) for nm, b in cell["orders"].items()}, m)
+  return cells
+
+
+def sweep_results(config, per_replica, inputs: _Inputs) -> tuple[dict, dict]:
+  """``{kind: (values_V, top_order_VxSeeds)}`` and ``{alpha: the input's band edge}``.
+
+  The band edge is the highest wavenumber whose mean input power exceeds the noise
+  power at ``sweep_sigma``: the xi_max of the closed form in the alpha sweep.
+  """
+  key = model_key(config.sweep_backbone, config.sweep_pde, True)
+  out, edges = {}, {}
+  for kind, pts in sweep_settings(config).items():
+    top = [[per_replica[(key, Replica(config.sweep_pde, alpha, sigma, n, int(config.seed + s)))]["top"]
+            for s in range(config.sweep_seeds)] for _, (sigma, n, alpha) in pts]
+    out[kind] = (np.asarray([v for v, _ in pts]), np.asarray(top))
+    for _, (_, _, alpha) in pts:
+      x = inputs.dataset(config.sweep_pde, alpha)[0].x_train
+      power = np.mean(np.abs(np.fft.rfft(x, axis=-1)) ** 2, axis=0)
+      noise = x.shape[-1] * config.sweep_sigma**2 * np.mean(x**2)
+      edges[alpha] = float(max(2, np.max(np.nonzero(power > noise)[0], initial=2)))
   return out, edges
 
 
@@ -440,7 +502,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
     raise ValueError("the sweeps run on a 1-D PDE (advection, heat, burgers or kdv), not darcy")
   mesh = sharding.make_mesh(config.mesh.to_dict())
   metrics: dict[str, Any] = {}
-  cells = run_grid(config, metrics, mesh)
+  inputs = _Inputs(config)
+  per_replica, step_s = train_groups(config, requests(config), inputs, mesh)
+  cells = grid_cells(config, per_replica, step_s, metrics)
   wins = sum(c["win"] for c in cells)
   below = sum(c["max_order"] < c["m"] for c in cells)
   overheads = [metrics[k] for k in metrics if k.endswith("_step_overhead")]
@@ -477,7 +541,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
         paper="within 0.035",
         ours=f"mean max |beta_x - beta_y| {gap:.3f} over {len(cells_2d)} Darcy cells",
         holds=gap <= 0.035))
-  sweeps, edges = run_sweeps(config, mesh) if config.sweep_seeds else ({}, {})
+  sweeps, edges = sweep_results(config, per_replica, inputs) if config.sweep_seeds else ({}, {})
   m = del_no_pdes.PDE_ORDER[config.sweep_pde]
   theory = {}
   for kind, (vals, top) in sweeps.items():

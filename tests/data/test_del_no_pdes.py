@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from data import del_no_pdes
 
@@ -36,3 +37,12 @@ def test_noise_level():
   x = jnp.ones((4, 4096)) * 2.0
   y = del_no_pdes.add_noise(jax.random.key(0), x, 0.1)
   np.testing.assert_allclose(jnp.std(y - x, axis=1), 0.2, rtol=0.05)
+
+
+def test_input_law_option():
+  b0 = del_no_pdes.builder("heat", resolution=16, n_train=2, n_test=1)
+  b1 = del_no_pdes.builder("heat", resolution=16, n_train=2, n_test=1, grf_params=(25.0, 5.0, 1.5))
+  assert b0.builder_config.name != b1.builder_config.name
+  assert b1.builder_config.grf == (25.0, 5.0, 1.5)
+  with pytest.raises(ValueError, match="darcy"):
+    del_no_pdes.load("darcy", resolution=16, grf_params=(25.0, 5.0, 1.5))

@@ -24,19 +24,39 @@ def test_replicas_sharded_over_8_devices_equal_1_device_and_separate_runs():
   mesh8 = sharding.make_mesh({"data": -1})
   assert mesh8.shape["data"] == 8
   mesh1 = sharding.make_mesh(devices=jax.devices()[:1])
-  p8, loss8, _ = experiment.train_replicas(model, opt, x, y, n_R, seeds_R, yn, 4, 4, mesh=mesh8)
-  p1, loss1, _ = experiment.train_replicas(model, opt, x, y, n_R, seeds_R, yn, 4, 4, mesh=mesh1)
-  assert loss8.shape == (4, 3)
+  run8 = experiment.train_replicas(model, opt, x, y, n_R, seeds_R, yn, 4, 4, mesh8, x, y)
+  run1 = experiment.train_replicas(model, opt, x, y, n_R, seeds_R, yn, 4, 4, mesh1, x, y)
+  assert run8.losses_TxR.shape == (4, 3) and run8.test_RxM.shape == (3, 12)
   # Replicas never communicate: the 8-device run (3 replicas padded to 8) equals the 1-device
   # run up to the compiler's floating-point order over 4 Adam steps.
-  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), p8, p1)
-  np.testing.assert_allclose(loss8, loss1, rtol=1e-5)
-  e8 = experiment._evaluate(model, p8, x, y, yn, mesh8)
-  e1 = experiment._evaluate(model, p1, x, y, yn, mesh1)
-  np.testing.assert_allclose(e8, e1, rtol=1e-5)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+               run8.params, run1.params)
+  np.testing.assert_allclose(run8.losses_TxR, run1.losses_TxR, rtol=1e-5)
+  np.testing.assert_allclose(run8.test_RxM, run1.test_RxM, rtol=1e-5)
   # A replica trains alike alone: its minibatches and initialisation depend on its seed only.
-  one, _, _ = experiment.train_replicas(model, opt, x[1:2], y[1:2], n_R[1:2], seeds_R[1:2], yn,
-                                        4, 4, mesh=mesh1)
-  jax.tree.map(lambda a, b: np.testing.assert_allclose(a[1], b[0], rtol=2e-5, atol=2e-6), p1, one)
-  orders = del_no.learned_orders(p8)["beta"]
+  one = experiment.train_replicas(model, opt, x[1:2], y[1:2], n_R[1:2], seeds_R[1:2], yn, 4, 4,
+                                  mesh1)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a[1], b[0], rtol=2e-5, atol=2e-6),
+               run1.params, one.params)
+  assert one.test_RxM is None
+  orders = del_no.learned_orders(run8.params)["beta"]
   assert orders.shape == (3, 2) and not np.allclose(orders[0], orders[1])
+
+
+def test_requests_share_compiles_and_order_summary():
+  from experiments.del_no.configs import quick
+  config = quick.get_config()
+  req = experiment.requests(config)
+  # Plain 1-D backbones of Burgers and KdV train as one run; the sweeps join Burgers' FNO del-NO.
+  base = experiment.ModelKey("fno", 1, ())
+  assert {r.pde for r in req[base]} == {"burgers", "kdv"}
+  sweep_key = experiment.model_key("fno", "burgers", True)
+  unique = set(req[sweep_key])
+  assert len(unique) < len(req[sweep_key])  # clean/noisy grid cells and sweep points overlap
+  keys_1d = [k for k in req if k.dims == 1]
+  assert len(keys_1d) == 3 * len(config.backbone_names)  # base, del-NO K=2, del-NO K=3
+  # 2-D orders: the mixed partial's total order counts toward the top order.
+  params = {"params": {"beta_x": np.array([[1.0, 1.5]]), "beta_y": np.array([[1.1, 1.4]]),
+                       "beta_mixed": np.array([[0.9, 0.8]])}}
+  _, names, top, gap = experiment.order_summary(params)
+  assert names[-1] == "beta_mixed_y" and np.isclose(top[0], 1.7) and np.isclose(gap[0], 0.1)
