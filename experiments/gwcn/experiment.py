@@ -283,8 +283,8 @@ def classification(config, key, mesh=None):
 
 # ============================================================== plots and claims
 
-def _plot_synthetic(syn, config, workdir):
-  fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+def _plot_synthetic(syn, sweep, config, workdir):
+  fig, axes = plt.subplots(1, 4, figsize=(21, 4.5))
   sizes = np.asarray(config.sizes)
   colors = plt.cm.viridis(np.linspace(0, 0.9, len(config.schedules)))
   for s, c in zip(config.schedules, colors):
@@ -299,10 +299,21 @@ def _plot_synthetic(syn, config, workdir):
     axes[2].loglog(sizes, meas, "o-", color=c, label=f"measured {s}")
     axes[2].loglog(sizes, bd, ":", color=c, label=f"density part {s}")
     axes[2].loglog(sizes, bs, "k--", lw=0.8)
+  cs = np.asarray(sorted(sweep))
+  err_c = np.asarray([sweep[c]["gwcn_err"].mean() for c in cs])
+  ro_c = np.asarray([sweep[c]["gwcn_readout_err"].mean() for c in cs])
+  axes[3].loglog(cs, err_c, "o-", label="GWCN node-level")
+  axes[3].loglog(cs, ro_c, "s--", label="GWCN readout")
+  axes[3].loglog(cs, err_c[0] * np.sqrt(cs[0] / cs), "k:", label="(n rho)^-1/2")
+  axes[3].set_title(f"rho = c/n at n = {config.sizes[-1]}: error vs c = n rho")
+  axes[3].set_xlabel("c = n rho")
+  axes[3].set_xticks(cs, [f"{c:g}" for c in cs])
+  axes[3].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+  axes[3].legend(fontsize=7)
   axes[0].set_title("node-level relative transfer error")
   axes[1].set_title("readout (mean-pooled) relative transfer error")
   axes[2].set_title("GWCN: measured vs bound parts (black dashed: size part)")
-  for ax in axes:
+  for ax in axes[:3]:
     ax.set_xlabel("n")
   axes[0].legend(fontsize=6, ncol=2)
   axes[2].legend(fontsize=6, ncol=2)
@@ -363,7 +374,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
   cls, cls_rho = classification(config, k_cls, mesh)
   t_cls = time.time() - t0 - t_syn - t_real
   os.makedirs(workdir, exist_ok=True)
-  _plot_synthetic(syn, config, workdir)
+  _plot_synthetic(syn, sweep, config, workdir)
   _plot_real(real, workdir, config.real_graph)
   _plot_cls(cls, workdir)
 
