@@ -33,6 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from algorithms import _common
+
 
 def quadratic_quartic(A_NxN):
   """``f(x) = x^T A x / 2 + ||x||^4 / 4``."""
@@ -162,6 +164,9 @@ def hard_chain_params(num_links, order: int, gap: float, lipschitz: float):
   """
   if order not in CHAIN_LIPSCHITZ:
     raise ValueError(f"order must be 1 or 2, got {order!r}")
+  for name, v in (("num_links", num_links), ("gap", gap), ("lipschitz", lipschitz)):
+    if _common.is_concrete(v) and not np.all(np.isfinite(v) & (np.asarray(v) > 0)):
+      raise ValueError(f"{name} must be finite and > 0, got {v}")
   ell = CHAIN_LIPSCHITZ[order]
   scale = gap / (CHAIN_GAP_PER_LINK * jnp.asarray(num_links, jnp.result_type(float)))
   sigma = (scale * ell / lipschitz) ** (1.0 / (order + 1))

@@ -382,5 +382,11 @@ def test_bad_inputs_raise_value_error():
   with pytest.raises(ValueError, match="exact"):
     co.quantum_normalized_gradient(co.make_oracle(f, 2, flip_prob=0.1), co.init_state(key),
                                    jnp.ones(2), key, delta=0.1, gamma=1e-3)
+  with pytest.raises(ValueError, match="order"):
+    co.hard_chain_params(4, 3, 1.0, 1.0)
+  with pytest.raises(ValueError, match="gap"):
+    co.hard_chain_params(4, 2, -1.0, 1.0)
+  with pytest.raises(ValueError, match="num_links"):
+    co.hard_chain_params(np.array([2, 0]), 2, 1.0, 1.0)
   with pytest.raises(ValueError, match="method"):
     co.find_stationary_point(oracle, jnp.ones(2), key, eps=1e-3, method="newton")
