@@ -68,17 +68,16 @@ def _sym(w_KxK):
 def _newton(theta_P, X_MxP, t_M, w_M, l2_P, steps):
   """A few Newton steps of ridge-penalized weighted logistic regression (ascent)."""
 
-  def step(theta, _):
+  def step(_, theta):
     eta = X_MxP @ theta
     p = jax.nn.sigmoid(eta)
     g = X_MxP.T @ (w_M * (t_M - p)) - l2_P * theta
     hess = (X_MxP * (w_M * p * (1 - p))[:, None]).T @ X_MxP + jnp.diag(l2_P + 1e-8)
     d = jnp.linalg.solve(hess, g)
     d = d * jnp.minimum(1.0, 5.0 / (jnp.max(jnp.abs(d)) + 1e-12))  # trust region
-    return theta + d, None
+    return theta + d
 
-  theta, _ = jax.lax.scan(step, theta_P, None, length=steps)
-  return theta
+  return jax.lax.fori_loop(0, steps, step, theta_P)  # steps may be traced (one compiled loop)
 
 
 def _vote_arrays(votes_NxK):
@@ -160,70 +159,58 @@ def _expected_phi_N(votes_NxK, h_K, W_KxK, iu, missing):
   return jax.lax.map(one, (m, j), batch_size=batch)
 
 
-def _exact_m_step(votes_NxK, w0_N, w1_N, params: IsingParams, class_dependent: bool, l2, l2_field,
-                  steps: int, missing) -> IsingParams:
+def _exact_m_step(votes_NxK, w0_N, w1_N, params: IsingParams, tied, l2, l2_field, steps,
+                  missing) -> IsingParams:
   """Posterior-weighted maximum likelihood M-step by enumeration (K small): true EM.
 
   Maximizes sum_y sum_i w_iy E[log P(J_i | Y=y; h^(y), W^(y)) | J_obs,i] - ridge, a
-  concave problem in theta = (h, W_{k<l}) whose gradient is data moments minus model
-  moments and whose Hessian is the model covariance of (J_k, J_k J_l): Newton steps,
-  warm-started, with a trust region. Class-independent: one W shared by both classes.
+  concave problem in theta_y = (h^(y), W^(y)_{k<l}) whose gradient is data moments minus
+  model moments and whose Hessian is the model covariance of (J_k, J_k J_l): Newton steps,
+  warm-started, with a trust region. The unknowns are x = (theta_0, theta_1) and class y
+  sees theta_y = A_y x; ``tied`` (a bool, may be traced) makes class 1 read its couplings
+  from class 0's slots (the class-independent model, one shared W), so both models are one
+  compiled function.
   """
   k = votes_NxK.shape[1]
   iu = _pair_index(k)
   scale = 1.0 / jnp.maximum(w0_N.sum() + w1_N.sum(), 1.0)
-  mass = (w0_N.sum() * scale, w1_N.sum() * scale)
+  mass_2 = jnp.stack([w0_N.sum(), w1_N.sum()]) * scale
   s = _f(_ising.all_states(k))
   phi_S = _phi(s, iu)
   d = phi_S.shape[1]
   pen_D = jnp.concatenate([jnp.full((k,), l2_field), jnp.full((d - k,), l2)]).astype(s.dtype)
-  stats = tuple(wy @ _expected_phi_N(votes_NxK, params.h_2xK[c], params.W_2xKxK[c], iu, missing)
-                * scale for c, wy in enumerate((w0_N, w1_N)))
+  pen_P = jnp.concatenate([pen_D, pen_D])
+  stats_2xD = jnp.stack([wy @ _expected_phi_N(votes_NxK, params.h_2xK[c], params.W_2xKxK[c], iu,
+                                              missing) * scale
+                         for c, wy in enumerate((w0_N, w1_N))])
+  eye = np.eye(d, dtype=np.float32)
+  a0 = np.concatenate([eye, 0 * eye], axis=1)  # [D, 2D]
+  a1_free = np.concatenate([0 * eye, eye], axis=1)
+  a1_tied = a1_free.copy()
+  a1_tied[k:] = a0[k:]  # couplings from class 0's slots
+  a_2xDxP = jnp.stack([jnp.asarray(a0), jnp.where(tied, a1_tied, a1_free)]).astype(s.dtype)
 
   def moments(theta_D):
     p = jax.nn.softmax(phi_S @ theta_D)
     mean = p @ phi_S
     return mean, (phi_S * p[:, None]).T @ phi_S - jnp.outer(mean, mean)
 
-  def newton_step(x, g, hess, pen):
-    g = g - pen * x
-    step = jnp.linalg.solve(hess + jnp.diag(pen + 1e-8), g)
-    return x + step * jnp.minimum(1.0, 3.0 / (jnp.max(jnp.abs(step)) + 1e-12))
+  def step(_, x_P):
+    mean_2xD, cov_2xDxD = jax.vmap(moments)(a_2xDxP @ x_P)
+    g = jnp.einsum("cdp,cd->p", a_2xDxP, stats_2xD - mass_2[:, None] * mean_2xD) - pen_P * x_P
+    hess = jnp.einsum("cdp,c,cde,ceq->pq", a_2xDxP, mass_2, cov_2xDxD, a_2xDxP)
+    delta = jnp.linalg.solve(hess + jnp.diag(pen_P + 1e-8), g)
+    return x_P + delta * jnp.minimum(1.0, 3.0 / (jnp.max(jnp.abs(delta)) + 1e-12))
 
-  thetas = [jnp.concatenate([params.h_2xK[c], params.W_2xKxK[c][iu]]) for c in (0, 1)]
-  if class_dependent:
-    def one_class(theta, st, ms):
-      def step(th, _):
-        mean, cov = moments(th)
-        return newton_step(th, st - ms * mean, ms * cov, pen_D), None
-      return jax.lax.scan(step, theta, None, length=steps)[0]
-    thetas = [one_class(thetas[c], stats[c], mass[c]) for c in (0, 1)]
-  else:
-    # x = (h0, h1, w): class c sees (h_c, w)
-    pen_x = jnp.concatenate([pen_D[:k], pen_D])
-
-    def step(x, _):
-      (m0, c0), (m1, c1) = (moments(jnp.concatenate([x[c * k:(c + 1) * k], x[2 * k:]]))
-                            for c in (0, 1))
-      g0, g1 = stats[0] - mass[0] * m0, stats[1] - mass[1] * m1
-      c0, c1 = mass[0] * c0, mass[1] * c1
-      z = jnp.zeros((k, k), x.dtype)
-      hess = jnp.block([[c0[:k, :k], z, c0[:k, k:]],
-                        [z, c1[:k, :k], c1[:k, k:]],
-                        [c0[k:, :k], c1[k:, :k], c0[k:, k:] + c1[k:, k:]]])
-      g = jnp.concatenate([g0[:k], g1[:k], g0[k:] + g1[k:]])
-      return newton_step(x, g, hess, pen_x), None
-
-    x0 = jnp.concatenate([thetas[0][:k], thetas[1][:k], 0.5 * (thetas[0][k:] + thetas[1][k:])])
-    x = jax.lax.scan(step, x0, None, length=steps)[0]
-    thetas = [jnp.concatenate([x[c * k:(c + 1) * k], x[2 * k:]]) for c in (0, 1)]
+  x0 = jnp.concatenate([jnp.concatenate([params.h_2xK[c], params.W_2xKxK[c][iu]]) for c in (0, 1)])
+  theta_2xD = a_2xDxP @ jax.lax.fori_loop(0, steps, step, x0)
 
   def unpack(theta):
     w = jnp.zeros((k, k), theta.dtype).at[iu].set(theta[k:])
     return theta[:k], w + w.T
 
-  (h0, W0), (h1, W1) = unpack(thetas[0]), unpack(thetas[1])
-  return IsingParams(mass[1], jnp.stack([h0, h1]), jnp.stack([W0, W1]))
+  (h0, W0), (h1, W1) = unpack(theta_2xD[0]), unpack(theta_2xD[1])
+  return IsingParams(mass_2[1], jnp.stack([h0, h1]), jnp.stack([W0, W1]))
 
 
 def _pseudo_log_lik_N(votes_NxK, h_K, W_KxK):
@@ -257,10 +244,9 @@ def _zeros_params(k, dtype):
   return IsingParams(jnp.asarray(0.5, dtype), jnp.zeros((2, k), dtype), jnp.zeros((2, k, k), dtype))
 
 
-@functools.partial(jax.jit, static_argnames=("class_dependent", "e_step", "max_iters",
-                                             "newton_steps", "missing", "m_step"))
-def _fit_em(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max_iters,
-            newton_steps, missing=None, init_N=None, m_step="pseudo"):
+def _fit_em_impl(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max_iters,
+                 newton_steps, missing=None, init_N=None, m_step="pseudo"):
+  """EM (see fit_ising_em); with m_step="exact", ``class_dependent`` may be a traced bool."""
   n, k = votes_NxK.shape
   dtype = jnp.result_type(float)
   known = labels_N >= 0
@@ -275,34 +261,71 @@ def _fit_em(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max
 
   def m_step_fn(w0, w1, p, steps):
     if m_step == "exact":
-      return _exact_m_step(votes_NxK, w0, w1, p, class_dependent, l2, l2_field, steps,
-                           missing is not False)
+      return _exact_m_step(votes_NxK, w0, w1, p, jnp.logical_not(class_dependent), l2, l2_field,
+                           steps, missing is not False)
     return _m_step(votes_NxK, w0, w1, p, class_dependent, l2, l2_field, steps)
 
-  params = m_step_fn(1 - q, q, _zeros_params(k, dtype), 3 * newton_steps)
+  # The first M-step starts from zero: the exact one needs more Newton steps (each is capped at 3 per
+  # coordinate) to reach strong couplings, or the first E-step runs off (regime B: W ~ 2).
+  init_steps = max(3 * newton_steps, 25) if m_step == "exact" else 3 * newton_steps
 
+  # One loop of (M-step, E-step); the first M-step (from zero, init_steps Newton steps) is its
+  # first pass, so each step is compiled once. it counts M-steps: EM iterations = it - 1.
   def cond(c):
     _, _, it, delta = c
-    return jnp.logical_and(it < max_iters, delta >= tol)
+    return jnp.logical_and(it <= max_iters, delta >= tol)
 
   def body(c):
     p, q, it, _ = c
-    q_new = clamp(_e_step(votes_NxK, p, e_step, missing))
-    p_new = m_step_fn(1 - q_new, q_new, p, newton_steps)
+    p_new = m_step_fn(1 - q, q, p, jnp.where(it == 0, init_steps, newton_steps))
+    q_new = clamp(_e_step(votes_NxK, p_new, e_step, missing))
     return p_new, q_new, it + 1, jnp.max(jnp.abs(q_new - q))
 
-  params, q, it, _ = jax.lax.while_loop(cond, body, (params, q, jnp.zeros((), jnp.int32),
-                                                     jnp.asarray(jnp.inf, dtype)))
+  params, q, it, _ = jax.lax.while_loop(
+      cond, body, (_zeros_params(k, dtype), q, jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, dtype)))
   log_lik = (_mixture_log_lik(votes_NxK, params, missing) if k <= _checks.MAX_EXACT_K
              else jnp.asarray(jnp.nan, dtype))
-  return IsingFit(params, clamp(_e_step(votes_NxK, params, e_step, missing)), it, log_lik)
+  return IsingFit(params, q, it - 1, log_lik)
 
 
-def _starts(key, votes_NxK, num_starts):
+_fit_em = jax.jit(_fit_em_impl, static_argnames=("class_dependent", "e_step", "max_iters",
+                                                 "newton_steps", "missing", "m_step"))
+
+
+@functools.partial(jax.jit, static_argnames=("e_step", "max_iters", "newton_steps", "missing"))
+def _fit_em_exact(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max_iters,
+                  newton_steps, missing=None):
+  """The exact-M-step EM with ``class_dependent`` traced: one compilation serves both models."""
+  return _fit_em_impl(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max_iters,
+                      newton_steps, missing, None, "exact")
+
+
+def _fit_em_runs(votes_NxK, labels_RxN, init_RxN, class_dependent_R, l2, l2_field, tol, e_step,
+                 max_iters, newton_steps, missing=None):
+  """R exact-M-step EM runs on one panel, vmapped: one compiled EM serves every start, label set
+  and model (class-dependent or not, a traced flag per run)."""
+  def one(labels_N, init_N, cd):
+    return _fit_em_impl(votes_NxK, labels_N, l2, l2_field, tol, cd, e_step, max_iters,
+                        newton_steps, missing, init_N, "exact")
+
+  return jax.vmap(one)(labels_RxN, init_RxN, class_dependent_R)
+
+
+def _best_run(fits_S: IsingFit, votes_NxK, labels_N) -> IsingFit:
+  """The run with the highest exact observed-data log-likelihood, classes oriented when unlabelled."""
+  best = jnp.argmax(jnp.where(jnp.isfinite(fits_S.log_lik), fits_S.log_lik, -jnp.inf))
+  fit = jax.tree.map(lambda x: x[best], fits_S)
+  unlabelled = jnp.all(labels_N < 0)  # known labels already fix the orientation
+  oriented = _orient(fit, votes_NxK)
+  return jax.tree.map(lambda a, b: jnp.where(unlabelled, a, b), oriented, fit)
+
+
+def _starts(key, votes_NxK, num_starts, ds_posterior_N=None):
   """Label-free initial posteriors [S, N]: two-coin DS, uniform MV, random positive weighted votes."""
   m, j = _vote_arrays(votes_NxK)
-  first = [_voting._dawid_skene(votes_NxK, 1e-5, two_coin=True, max_iters=50).posterior_N,
-           _voting._majority_vote(votes_NxK)][:num_starts]
+  if ds_posterior_N is None:
+    ds_posterior_N = _voting._dawid_skene(votes_NxK, 1e-5, two_coin=True, max_iters=50).posterior_N
+  first = [_f(ds_posterior_N), _voting._majority_vote(votes_NxK)][:num_starts]
   r = num_starts - len(first)
   if r == 0:
     return jnp.stack(first)
@@ -325,16 +348,18 @@ def _orient(fit: IsingFit, votes_NxK) -> IsingFit:
 @functools.partial(jax.jit, static_argnames=("class_dependent", "e_step", "max_iters",
                                              "newton_steps", "missing", "num_starts", "m_step"))
 def _fit_em_multistart(votes_NxK, labels_N, key, l2, l2_field, tol, class_dependent, e_step,
-                       max_iters, newton_steps, missing=None, num_starts=4, m_step="exact"):
-  starts_SxN = _starts(key, votes_NxK, num_starts)
-  fits = jax.vmap(lambda q0: _fit_em(votes_NxK, labels_N, l2, l2_field, tol, class_dependent,
-                                     e_step, max_iters, newton_steps, missing, q0,
-                                     m_step))(starts_SxN)
-  best = jnp.argmax(jnp.where(jnp.isfinite(fits.log_lik), fits.log_lik, -jnp.inf))
-  fit = jax.tree.map(lambda x: x[best], fits)
-  unlabelled = jnp.all(labels_N < 0)  # known labels already fix the orientation
-  oriented = _orient(fit, votes_NxK)
-  return jax.tree.map(lambda a, b: jnp.where(unlabelled, a, b), oriented, fit)
+                       max_iters, newton_steps, missing=None, num_starts=4, m_step="exact",
+                       ds_posterior_N=None):
+  starts_SxN = _starts(key, votes_NxK, num_starts, ds_posterior_N)
+  if m_step == "exact":
+    fits = _fit_em_runs(votes_NxK, jnp.broadcast_to(labels_N, starts_SxN.shape), starts_SxN,
+                        jnp.full((num_starts,), class_dependent), l2, l2_field, tol, e_step,
+                        max_iters, newton_steps, missing)
+  else:
+    fits = jax.vmap(lambda q0: _fit_em_impl(votes_NxK, labels_N, l2, l2_field, tol,
+                                            class_dependent, e_step, max_iters, newton_steps,
+                                            missing, q0, m_step))(starts_SxN)
+  return _best_run(fits, votes_NxK, labels_N)
 
 
 def _check_labels(labels_N, n):
@@ -434,6 +459,10 @@ def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
   missing = bool(np.any(np.asarray(votes_NxK) < 0)) if _common.is_concrete(votes_NxK) else None
   if num_starts < 1:
     raise ValueError(f"num_starts must be >= 1, got {num_starts}")
+  if num_starts == 1 and m_step == "exact":
+    return _fit_em_exact(votes_NxK, jnp.asarray(labels_N), l2, l2_field, tol,
+                         jnp.asarray(bool(class_dependent)), e_step=e_step,
+                         max_iters=int(max_iters), newton_steps=int(newton_steps), missing=missing)
   if num_starts == 1:
     return _fit_em(votes_NxK, jnp.asarray(labels_N), l2, l2_field, tol,
                    class_dependent=bool(class_dependent), e_step=e_step, max_iters=int(max_iters),

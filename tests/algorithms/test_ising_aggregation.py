@@ -178,9 +178,12 @@ def test_em_recovers_class_dependent_ising_parameters_error_shrinks_with_n():
   w0, w1 = jnp.asarray(w0 + w0.T), jnp.asarray(w1 + w1.T)
   truth = np.concatenate([np.stack([h0, h1]).ravel(), np.stack([w0, w1]).ravel()])
   rms = {}
+  big = data_ia.sample_ising_judges(jax.random.key(8000), 8000, h0, h1, w0, w1, 0.45).votes_NxK
   for n in (1000, 8000):
-    d = data_ia.sample_ising_judges(jax.random.key(n), n, h0, h1, w0, w1, 0.45)
-    fit = ia.fit_ising_em(d.votes_NxK, e_step="exact", l2=1e-4, l2_field=1e-5, max_iters=100)
+    # n = 1000: the first 1000 items repeated 8 times, the same estimate as on the 1000 items
+    # (the objective is an average over items) at the same shape, so one compilation serves both
+    votes = jnp.tile(big[:n], (8000 // n, 1))
+    fit = ia.fit_ising_em(votes, e_step="exact", l2=1e-4, l2_field=1e-5, max_iters=100)
     est = np.concatenate([np.asarray(fit.params.h_2xK).ravel(),
                           np.asarray(fit.params.W_2xKxK).ravel()])
     rms[n] = float(np.sqrt(np.mean((est - truth) ** 2)))
@@ -199,6 +202,59 @@ def test_supervised_fit_recovers_parameters():
   p = ia.fit_ising_supervised(d.votes_NxK, d.labels_N, l2=0.0, l2_field=0.0)
   np.testing.assert_allclose(p.h_2xK, np.stack([h0, h1]), atol=0.2)
   np.testing.assert_allclose(p.W_2xKxK, np.stack([w0, w1]), atol=0.25)
+
+
+def _bloc_data(k=6, n=4000, seed=3):
+  """A class-independent panel with a strongly coupled bloc (couplings ~ 1.5-2, regime B)."""
+  pan = data_ia.bloc_panel(jax.random.key(seed), k, bloc_frac=0.5)
+  d = data_ia.sample_ising_judges(jax.random.key(seed + 1), n, *pan)
+  return d, pan
+
+
+def test_exact_m_step_matches_brute_force_moments_with_strong_couplings():
+  # Fully labelled, no ridge, max_iters=0: the fit is the first (exact) M-step alone, the
+  # per-class maximum likelihood, where the model's moments E[J_k], E[J_k J_l] equal the
+  # data's (brute-force numpy enumeration). Strong couplings: the first M-step starts at zero,
+  # so too few Newton steps there (the earlier 6) would leave a visible gap.
+  d, _ = _bloc_data()
+  v, y = np.asarray(d.votes_NxK), np.asarray(d.labels_N)
+  for cd in (True, False):
+    fit = ia.fit_ising_em(d.votes_NxK, d.labels_N, class_dependent=cd, m_step="exact", l2=0.0,
+                          l2_field=0.0, max_iters=0)
+    h, w = np.asarray(fit.params.h_2xK, np.float64), np.asarray(fit.params.W_2xKxK, np.float64)
+    pair_data, pair_model = 0.0, 0.0
+    for c in (0, 1):
+      states, logw = _brute_logw(h[c], w[c])
+      p = np.exp(logw - special.logsumexp(logw))
+      vc = v[y == c].astype(np.float64)
+      np.testing.assert_allclose(p @ states, vc.mean(0), atol=2e-4)  # fields: per class always
+      second = states.T @ (p[:, None] * states)
+      if cd:
+        np.testing.assert_allclose(second, vc.T @ vc / len(vc), atol=2e-4)
+      pair_data = pair_data + vc.T @ vc
+      pair_model = pair_model + len(vc) * second
+    if not cd:  # one shared W: the pooled pair moments match
+      np.testing.assert_allclose(pair_model / len(v), pair_data / len(v), atol=2e-4)
+    assert np.max(np.abs(w)) > 1.0  # the couplings are strong
+
+
+def test_multistart_reports_the_exact_likelihood_and_orients_the_classes():
+  d, _ = _bloc_data(n=1000)
+  v = d.votes_NxK
+  multi = ia.fit_ising_em(v, num_starts=4, key=jax.random.key(0), max_iters=20)
+  p = multi.params
+  logp = []
+  for c in (0, 1):
+    states, logw = _brute_logw(np.asarray(p.h_2xK[c], np.float64), np.asarray(p.W_2xKxK[c], np.float64))
+    lp = logw - special.logsumexp(logw)
+    idx = np.asarray(v) @ (1 << np.arange(v.shape[1]))[::-1]  # itertools order: judge 0 = top bit
+    logp.append(lp[idx])
+    del states
+  pi = float(p.prior)
+  brute = np.mean(np.logaddexp(np.log(pi) + logp[1], np.log1p(-pi) + logp[0]))
+  np.testing.assert_allclose(float(multi.log_lik), brute, rtol=1e-5)
+  mv = np.asarray(ia.majority_vote(v))
+  assert np.corrcoef(np.asarray(multi.posterior_N), mv)[0, 1] > 0
 
 
 # ---------------------------------------------------------------- other references
@@ -286,6 +342,13 @@ def test_bad_inputs_raise_value_error():
     ia.ising_marginals(h, diag)
   with pytest.raises(ValueError, match="prior"):
     ia.ising_posterior(good, h, h, w, w, 1.5)
+  votes = np.array([[1, 0, 1], [0, 0, 1], [1, 1, 1]], np.int32)
+  with pytest.raises(ValueError, match="num_starts"):
+    ia.fit_ising_em(votes, num_starts=0)
+  with pytest.raises(ValueError, match="key"):
+    ia.fit_ising_em(votes, num_starts=3)
+  with pytest.raises(ValueError, match="m_step"):
+    ia.fit_ising_em(votes, m_step="newton")
 
 
 # ---------------------------------------------------------------- real crowd data
