@@ -238,6 +238,24 @@ def test_exact_m_step_matches_brute_force_moments_with_strong_couplings():
     assert np.max(np.abs(w)) > 1.0  # the couplings are strong
 
 
+def test_missing_votes_expected_statistics_match_brute_force():
+  # The exact M-step's E-step over missing votes: E[(J_k, J_k J_l) | observed votes] under (h, W).
+  from algorithms.ising_aggregation import _fit  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(4)
+  k = 4
+  h, w = _rand_model(rng, k, 0.8)
+  votes, _ = _toy_votes(rng, 12, k, missing=0.4)
+  iu = np.triu_indices(k, 1)
+  got = np.asarray(_fit._expected_phi_N(jnp.asarray(votes), jnp.asarray(h, jnp.float32),
+                                        jnp.asarray(w, jnp.float32), iu, True))
+  states, logw = _brute_logw(h, w)
+  phi = np.concatenate([states, states[:, iu[0]] * states[:, iu[1]]], axis=1)
+  for i, v in enumerate(votes):
+    ok = np.all((v < 0) | (states == v), axis=1)
+    p = np.exp(logw[ok] - special.logsumexp(logw[ok]))
+    np.testing.assert_allclose(got[i], p @ phi[ok], atol=1e-5)
+
+
 def test_multistart_reports_the_exact_likelihood_and_orients_the_classes():
   d, _ = _bloc_data(n=1000)
   v = d.votes_NxK
