@@ -23,7 +23,6 @@ Parts (each gives metrics; the claims are computed from them):
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 
