@@ -1,15 +1,18 @@
 """The del-NO reproduction: backbone vs backbone + learnable derivative channels over PDEs, noise and seeds.
 
-Every training run trains R *replicas* at once, ``jax.vmap``-ed: replicas differ
-by seed (initialisation and minibatches) and by their data (clean or noisy
-inputs, a noise level of a sweep, a training-set size of a sweep), so a grid
-cell's seeds and both noise regimes cost one compile. The whole run is one
-``jax.jit`` of a ``lax.scan`` over optimizer steps.
+Every training run trains R *replicas* at once, ``jax.vmap``-ed and split over the
+mesh's ``data`` axis: replicas differ by seed (initialisation and minibatches) and
+by their data (PDE, clean or noisy inputs, a noise level, training-set size or
+input law of a sweep). All replicas of one model (backbone, dimension, initial
+orders) train as one ``jax.jit`` of a ``lax.scan`` over optimizer steps: one
+compile per model.
 
 Metrics per cell (PDE x backbone x {clean, noisy}): relative L2 test error of
-the backbone and of del-NO, mean and standard error over seeds; the learned
-orders; the per-step time of both. Sweeps (FNO on Burgers): the learned top
-order against the noise level sigma and against the training-set size n.
+the backbone and of del-NO, mean and standard error over seeds; final training
+losses; the learned orders (2-D: per axis and the mixed partial); the per-step
+time of both. Sweeps (FNO del-NO on Burgers): the learned top order against the
+noise level sigma, the training-set size n and the input's spectral decay alpha,
+beside the closed-form optimum of :mod:`algorithms.del_no`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-r"""del-NO at quick scale (part of `make reproduce`): Burgers and KdV x FNO, U-Net, DeepONet x clean/noisy.
+r"""del-NO at quick scale (part of `make reproduce`): Burgers, KdV and Darcy x FNO, DeepONet x clean/noisy.
 
     python -m experiments.del_no.main --config=experiments/del_no/configs/quick.py --workdir=/tmp/del_no
 
-Hardware and time: 2 CPU cores, about 2 minutes (first run also generates the
-small datasets, a few seconds). Reproduces, at reduced scale (grid 64, 256 train
-pairs, 3 seeds, 200 steps; FNO of depth 2 and DeepONet), the paper's main table (wins per cell), its learned
-orders vs the PDE order, the noise and sample-size sweeps, and the per-step
-overhead (see experiments/del_no/README.md).
+Hardware and time: 2 CPU cores, about 80 s wall / 105 s CPU with cached data
+(a first run also generates the small datasets, about 10 s more). Reproduces, at
+reduced scale (1-D grid 64 and Darcy 16 x 16, 256 train pairs, 3 seeds, 200 steps;
+FNO of depth 2 and DeepONet), the paper's main table (wins per cell), its learned
+orders vs the PDE order, the noise, sample-size and spectral-content sweeps, the
+x/y agreement of 2-D orders and the per-step overhead (see experiments/del_no/README.md).
 """
 
 import ml_collections
