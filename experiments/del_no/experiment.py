@@ -524,12 +524,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
                  step_overhead_median=float(np.median(overheads)),
                  step_overhead_min=float(np.min(overheads)),
                  step_overhead_max=float(np.max(overheads)))
+  grid_text = "; ".join(f"{p} x {len(backbones_of(config, p))}" for p in config.pdes)
   claims = [
       results.Claim(
           id="wins", statement="del-NO lowers relative L2 test error vs the same backbone in most cells",
           paper="40/40 cells (5 PDEs x 4 backbones x clean/noisy)",
-          ours=f"{wins}/{len(cells)} cells ({'; '.join(f'{p} x {len(backbones_of(config, p))}' for p in config.pdes)} "
-               f"backbones x clean/noisy, {config.num_seeds} seeds)",
+          ours=f"{wins}/{len(cells)} cells ({grid_text} backbones x clean/noisy, "
+               f"{config.num_seeds} seeds)",
           holds=wins > len(cells) / 2),
       results.Claim(
           id="orders_below_m", statement="learned orders sit below the PDE order m in every cell",

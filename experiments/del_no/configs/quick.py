@@ -18,7 +18,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.scale = "quick"  # "quick" (make reproduce) or "full"
   c.seed = 0  # first training seed; seeds are seed .. seed + num_seeds - 1
   c.data_seed = 0  # seed of the generated input fields
-  c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest); replicas split over "data"
+  c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
   c.generate_data = True  # build missing datasets (False: fail if not cached)
   c.data_dir = ""  # tfds data_dir ("" -> $REPROJAX_DATA_DIR or ~/.cache/reprojax/tfds)
   c.pdes = ("burgers", "kdv", "darcy")  # PDEs of the grid (advection, heat, burgers, kdv; darcy: 2-D)
