@@ -110,6 +110,17 @@ def _place(x, sharding: NamedSharding, rows: int | None = None):
   return x if impl is None else jax.random.wrap_key_data(x, impl=impl)
 
 
+def replica_array(x, mesh: Mesh):
+  """``x``'s leading (replica) axis padded to a multiple of ``data`` and split over it.
+
+  The placement :func:`vmap_sharded` gives its mapped arguments, for callers that
+  compile the sharded function themselves (to time it, say); they cut the outputs
+  back to ``x.shape[0]`` rows.
+  """
+  d = mesh.shape[DATA]
+  return _place(x, data_sharding(mesh), -(-np.shape(x)[0] // d) * d)
+
+
 def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
   """``jax.jit(jax.vmap(fn, in_axes))`` with the mapped axis split over ``data``.
 

@@ -113,18 +113,6 @@ def _norm_rows(y_norm, r: int):
           np.stack([np.asarray(n.std, np.float32) for n in norms]))
 
 
-def _replica_rows(mesh, a, r: int):
-  """``a``'s leading (replica) axis padded to a multiple of the mesh's ``data`` size, placed split over it.
-
-  Padding repeats the last replica (as :func:`experiments.sharding.vmap_sharded`); callers cut
-  the outputs back to ``r`` rows.
-  """
-  d = mesh.shape[sharding.DATA]
-  a = np.asarray(a)
-  a = np.concatenate([a, np.repeat(a[-1:], -(-r // d) * d - r, axis=0)])
-  return sharding.global_array(a, sharding.data_sharding(mesh))
-
-
 class Trained(NamedTuple):
   """What :func:`train_replicas` returns."""
 
@@ -179,8 +167,8 @@ def train_replicas(model: nn.Module, optimizer: optax.GradientTransformation,
     (params, _), losses_T = jax.lax.scan(step, (params, optimizer.init(params)), idx_TxB)
     return params, losses_T, relative_l2(predict(params, x_test), y_test)
 
-  args = [_replica_rows(mesh, a, r) for a in (np.asarray(seeds_R), x_RxNxS, y_RxNxS, idx_RxTxB,
-                                              ym_R, ys_R, x_test_RxMxS, y_test_RxMxS)]
+  args = [sharding.replica_array(np.asarray(a), mesh)
+          for a in (seeds_R, x_RxNxS, y_RxNxS, idx_RxTxB, ym_R, ys_R, x_test_RxMxS, y_test_RxMxS)]
   fit = jax.jit(jax.vmap(fit_one), out_shardings=sharding.data_sharding(mesh))
   t0, c0 = time.perf_counter(), time.process_time()
   compiled = fit.lower(*args).compile()

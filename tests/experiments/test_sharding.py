@@ -91,3 +91,10 @@ def test_vmap_sharded_across_two_processes():
   lines = [next(l for l in o.splitlines() if l.startswith("OUT ")).split(" ", 3) for o in outs]
   assert [l[1:3] for l in lines] == [["0", "4"], ["0", "4"], ["1", "4"]]
   assert lines[1][3] == lines[0][3] and lines[2][3] == lines[0][3]
+
+
+def test_replica_array_pads_by_repeating_the_last_replica():
+  x = np.arange(10.0).reshape(5, 2)
+  placed = sharding.replica_array(x, sharding.make_mesh())
+  assert placed.shape == (8, 2) and len(placed.sharding.device_set) == 8
+  np.testing.assert_array_equal(np.asarray(placed), np.concatenate([x, np.repeat(x[-1:], 3, 0)]))
