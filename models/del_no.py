@@ -11,6 +11,12 @@ KdV); 2-D inputs ``a_BxHxW`` get K channels per axis plus one mixed partial
 The derivative is :func:`algorithms.del_no.fractional_derivative`, GL by default
 with ``gl_terms=16`` and without the ``h^-beta`` factor (absorbed into ``s_k``).
 
+``channel_gains`` (off by default) multiplies channel k by a constant c_k that is
+not a parameter: ``c_k s_k D^{beta_k} a``. The experiment's ``channel_norm="rms"``
+sets c_k = 1 / RMS of the channel over clean training inputs at the initial
+orders, so every channel starts at unit size while s_k still starts at 1 (an
+ablation of the channel scale; see experiments/del_no/README.md).
+
 Orders are clipped to [beta_min, BETA_MAX] in the forward pass (the GL weights
 are defined for any beta, the clip only keeps them in the validated range).
 
@@ -46,6 +52,7 @@ class DelNO(nn.Module):
   boundary: str = "periodic"  # "periodic" or "zero" (GL on non-periodic domains)
   init_scale: float = 1.0  # initial s_k (all channels)
   init_scales: Sequence[float] | None = None  # 1D: per-channel initial s_k (overrides init_scale)
+  channel_gains: Sequence[float] | None = None  # fixed (not learned) factor per channel (K; 2D 2K+1)
   beta_min: float = 0.0
 
   def _clip(self, b):
@@ -78,6 +85,11 @@ class DelNO(nn.Module):
       sm = self.param("scale_mixed", init_s, ())
       feats = del_no_lib.derivative_features_2d(a, self._clip(bx), self._clip(by), sx, sy,
                                                 self._clip(bm), sm, **kw)
+    if self.channel_gains is not None:
+      if len(self.channel_gains) != feats.shape[-1]:
+        raise ValueError(f"channel_gains has {len(self.channel_gains)} entries for "
+                         f"{feats.shape[-1]} channels")
+      feats = feats * jnp.asarray(self.channel_gains, feats.dtype)
     return self.backbone(jnp.concatenate([a[..., None], feats.astype(a.dtype)], axis=-1))
 
 

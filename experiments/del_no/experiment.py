@@ -78,12 +78,19 @@ def make_model(backbone: str, config: ml_collections.ConfigDict, m: int, augment
   the network's rate (the paper's 10x), all as the paper's README says. On a
   non-periodic grid (Darcy) the GL history is zero outside the domain.
 
+  With ``config.channel_norm = "rms"`` (default ``"none"``) each channel gets a fixed,
+  unlearned factor 1 / RMS of that channel over ``x_train`` (the clean training
+  inputs: :func:`channel_gains`), so channels start at unit size and s_k at 1.
+
   With ``config.standardize_features`` (1-D only) and training inputs given, each
   scale s_k starts at 1 / RMS of its GL channel over those inputs, so every channel
   starts at unit size (without the h^-beta factor the order-3 channel is ~1e-2 of u
   at s = 64).
   """
   net = make_backbone(backbone, config.backbones, dims, periodic)
+  norm = config.get("channel_norm", "none")
+  if norm not in ("none", "rms"):
+    raise ValueError(f"channel_norm must be 'none' or 'rms', got {norm!r}")
   if not augmented:
     return net, optax.adamw(_schedule(config), weight_decay=config.weight_decay)
   orders = initial_orders(m)
@@ -94,10 +101,34 @@ def make_model(backbone: str, config: ml_collections.ConfigDict, m: int, augment
                                        jnp.ones(len(orders)), gl_terms=config.gl_terms,
                                        boundary=boundary)
     scales = tuple(float(v) for v in 1.0 / np.sqrt(np.mean(np.square(f), axis=(0, 1))))
+  gains = None
+  if norm == "rms":
+    if x_train is None:
+      raise ValueError("channel_norm='rms' needs the (clean) training inputs x_train")
+    gains = channel_gains(x_train[:256], orders, dims, config.gl_terms, boundary)
   model = del_no.DelNO(net, orders=orders, dims=dims, gl_terms=config.gl_terms,
-                       boundary=boundary, init_scales=scales)
+                       boundary=boundary, init_scales=scales, channel_gains=gains)
   return model, del_no.optimizer(_schedule(config), config.order_lr_multiplier,
                                  config.weight_decay)
+
+
+def channel_gains(x_NxS: np.ndarray, orders: tuple[float, ...], dims: int, gl_terms: int,
+                  boundary: str) -> tuple[float, ...]:
+  """1 / RMS of each del-NO channel (s_k = 1, initial orders; 2-D: mixed (1, 1)) over inputs ``x``.
+
+  Computed once from the training inputs and then fixed (``DelNO.channel_gains``), so
+  every channel starts at unit RMS on those inputs while its learned s_k starts at 1.
+  """
+  x = jnp.asarray(x_NxS, jnp.float32)
+  b = jnp.asarray(orders, jnp.float32)
+  ones = jnp.ones(len(orders), jnp.float32)
+  if dims == 1:
+    f = del_no_lib.derivative_features(x, b, ones, gl_terms=gl_terms, boundary=boundary)
+  else:
+    f = del_no_lib.derivative_features_2d(x, b, b, ones, ones, jnp.ones(2, jnp.float32),
+                                          jnp.float32(1), gl_terms=gl_terms, boundary=boundary)
+  rms = np.sqrt(np.mean(np.square(np.asarray(f, np.float64)), axis=tuple(range(f.ndim - 1))))
+  return tuple(float(v) for v in 1.0 / np.maximum(rms, 1e-12))
 
 
 def _schedule(config):
@@ -309,7 +340,9 @@ def train_groups(config, requests: dict[ModelKey, list[Replica]], inputs: _Input
     data = [inputs.dataset(r.pde, r.alpha) for r in reps]
     sz = _pde_sizes(config, reps[0].pde)
     m = int(max(key.orders)) if key.orders else 2
-    model, opt = make_model(key.backbone, config, m, bool(key.orders), xs[0][0], key.dims,
+    # Channel statistics come from the clean training inputs of the group's first replica's law.
+    x_clean = inputs.inputs(reps[0].pde, reps[0].alpha, 0.0)[0]
+    model, opt = make_model(key.backbone, config, m, bool(key.orders), x_clean, key.dims,
                             periodic=key.dims == 1)
     out = train_replicas(
         model, opt, np.stack([x[0] for x in xs]), np.stack([d[0].y_train for d in data]),

@@ -56,3 +56,43 @@ def test_requests_share_compiles_and_order_summary():
                        "beta_mixed": np.array([[0.9, 0.8]])}}
   _, names, top, gap = experiment.order_summary(params)
   assert names[-1] == "beta_mixed_y" and np.isclose(top[0], 1.7) and np.isclose(gap[0], 0.1)
+
+
+def test_channel_norm_rms_gives_unit_channels_at_init():
+  """channel_norm="rms": every channel starts at unit RMS on the inputs it was computed from.
+
+  As built ("none", the default) the order-2 and order-3 GL channels of a smooth field on
+  64 points are small (no h^-beta); the ablation (experiments/del_no/ablation.py) tests
+  whether that size is why del-NO gains little at quick scale.
+  """
+  from experiments.del_no.configs import quick
+  s = np.arange(64) / 64
+  rng = np.random.default_rng(0)
+  ks = np.arange(1, 6)
+  coef = rng.normal(size=(32, 5, 2)) / ks[:, None] ** 2
+  x = (coef[..., 0] @ np.sin(2 * np.pi * ks[:, None] * s)
+       + coef[..., 1] @ np.cos(2 * np.pi * ks[:, None] * s)).astype(np.float32)
+  x /= x.std()
+
+  class Identity(del_no.nn.Module):
+    @del_no.nn.compact
+    def __call__(self, v):
+      return v
+
+  def channel_rms(model):
+    out = model.apply(model.init(jax.random.key(0), x[:1]), x)
+    return np.sqrt(np.mean(np.square(np.asarray(out[..., 1:])), axis=(0, 1)))
+
+  config = quick.get_config()
+  assert config.channel_norm == "none"  # the default is the model as built
+  as_built, _ = experiment.make_model("fno", config, 3, True, x)
+  assert as_built.channel_gains is None
+  rms_built = channel_rms(as_built.clone(backbone=Identity()))
+  assert rms_built[1] < 0.1 and rms_built[2] < 0.02, rms_built
+  config.channel_norm = "rms"
+  unit, _ = experiment.make_model("fno", config, 3, True, x)
+  assert len(unit.channel_gains) == 3
+  np.testing.assert_allclose(channel_rms(unit.clone(backbone=Identity())), 1.0, rtol=1e-4)
+  config.channel_norm = "bogus"
+  with np.testing.assert_raises(ValueError):
+    experiment.make_model("fno", config, 3, True, x)

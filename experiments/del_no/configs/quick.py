@@ -36,6 +36,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.weight_decay = 1e-4  # decoupled weight decay of the network
   c.gl_terms = 16  # K_GL, taps of the Grunwald-Letnikov stencil
   c.standardize_features = False  # True: s_k start at 1 / RMS of their channel (much worse: amplifies noise)
+  c.channel_norm = "none"  # "none": channels s_k D^beta u, s_k = 1; "rms": x fixed 1/RMS (ablation.py)
   c.darcy = ml_collections.ConfigDict(dict(  # the 2-D Darcy cells (grid s x s)
       resolution=16,  # grid points per side of the data (2-D steps cost ~ s^2: 16 fits the CPU budget)
       solver_resolution=61,  # grid of the finite-difference solve (resolution - 1 divides its - 1)
