@@ -54,12 +54,14 @@ def _cells(config, per_replica):
         reps = [ex.Replica(pde, alpha0, sigma, config.n_train, int(config.seed + s))
                 for s in range(config.num_seeds)]
         base = [per_replica[(kb, r)]["err"] for r in reps]
+        base_loss = float(np.mean([per_replica[(kb, r)]["loss"] for r in reps]))
         dn = [per_replica[(kd, r)] for r in reps]
         b, bse = ex._mean_se(base)  # pylint: disable=protected-access
         d, dse = ex._mean_se([x["err"] for x in dn])  # pylint: disable=protected-access
         out.append(dict(cell=f"{pde} {bb} {cname}", m=del_no_pdes.PDE_ORDER[pde], base=b,
                         base_se=bse, delno=d, delno_se=dse, win=bool(d < b),
-                        within_noise=bool(abs(d - b) < max(bse, dse)),
+                        within_noise=bool(abs(d - b) < max(bse, dse)), base_loss=base_loss,
+                        delno_loss=float(np.mean([x["loss"] for x in dn])),
                         orders=[float(v) for v in np.mean([x["orders"] for x in dn], 0)]))
   return out
 
@@ -118,7 +120,7 @@ def verdict(none, rms) -> str:
 
 def table(none, rms) -> str:
   lines = ["| cell | backbone | del-NO, as built | del-NO, unit channels | orders as built | "
-           "orders unit |", "|---|---|---|---|---|---|"]
+           "orders unit | train loss base / built / unit |", "|---|---|---|---|---|---|---|"]
   for a, b in zip(none["cells"], rms["cells"]):
     def fmt(c, k):
       bold = c["win"] if k == "delno" else False
@@ -126,7 +128,8 @@ def table(none, rms) -> str:
       return f"**{s}**" if bold else s
     lines.append(f"| {a['cell']} | {a['base']:.4f} +- {a['base_se']:.4f} | {fmt(a, 'delno')} | "
                  f"{fmt(b, 'delno')} | {', '.join(f'{o:.2f}' for o in a['orders'])} | "
-                 f"{', '.join(f'{o:.2f}' for o in b['orders'])} |")
+                 f"{', '.join(f'{o:.2f}' for o in b['orders'])} | {a['base_loss']:.3f} / "
+                 f"{a['delno_loss']:.3f} / {b['delno_loss']:.3f} |")
   lines += ["", "| | as built (`none`) | unit channels (`rms`) |", "|---|---|---|"]
   for name, f in (("wins / cells", lambda r: f"{r['wins']}/{r['n_cells']}"),
                   ("geo-mean del-NO / backbone", lambda r: f"{r['geo_mean_ratio']:.3f}"),
