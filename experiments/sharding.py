@@ -131,7 +131,8 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
   ``data_sharding``, and the outputs (all batched on axis 0) are cut back to
   ``R`` rows. Arguments with ``in_axes`` entry ``None`` are replicated. A
   padded row repeats a real one, so it cannot produce a non-finite value that
-  the real rows do not. Replicas never communicate, so the result equals the
+  the real rows do not. Each device runs the ``vmap`` of its own replicas
+  (``jax.shard_map``): replicas never communicate, so the result equals the
   unsharded ``vmap`` up to the compiler's choice of floating-point order. With
   ``gather`` the outputs come back replicated, readable in full by every
   process; without it they stay split over ``data`` (for large outputs).
@@ -143,12 +144,14 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
     gather: replicate the outputs (default) or leave them split over ``data``.
 
   Returns:
-    A callable with ``fn``'s positional arguments, batched as ``in_axes`` says.
+    A callable with ``fn``'s positional arguments, batched as ``in_axes`` says;
+    its ``lower(*args)`` gives the lowered sharded program (HLO, cost).
   """
   vf = jax.vmap(fn, in_axes=in_axes)
   cache = {}
 
-  def call(*args):
+  def prepare(args):
+    """(the per-mesh program, the placed arguments, the real replica count, the mesh)."""
     m = make_mesh() if mesh is None else mesh
     axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
     if len(axes) != len(args):
@@ -166,11 +169,26 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
               else jax.tree.map(lambda x: _place(x, whole), a)
               for a, ax in zip(args, axes)]
     if m not in cache:
-      cache[m] = jax.jit(vf, out_shardings=batched)
-    out = cache[m](*placed)
+      # shard_map: each device runs its own replicas with no collective inside. A
+      # plain jit of the vmap lets the partitioner synchronise the devices, e.g. on a
+      # while_loop's batched predicate, and that deadlocked 8 CPU devices on 2 cores.
+      specs = tuple(P(DATA) if ax == 0 else P() for ax in axes)
+      cache[m] = jax.jit(jax.shard_map(vf, mesh=m, in_specs=specs, out_specs=P(DATA),
+                                       check_vma=False))  # fn never names a mesh axis
+    return cache[m], placed, r, m
+
+  def call(*args):
+    program, placed, r, m = prepare(args)
+    out = program(*placed)
     # Replicas' outputs are usually small (metrics, fitted parameters): gather
     # them on every device, so every process can read them (``np.asarray``).
     return jax.jit(lambda t: jax.tree.map(lambda y: y[:r], t),
-                   out_shardings=whole if gather else None)(out)
+                   out_shardings=replicated(m) if gather else None)(out)
 
+  def lower(*args):
+    """The sharded program lowered for ``args`` (to inspect its HLO or cost)."""
+    program, placed, _, _ = prepare(args)
+    return program.lower(*placed)
+
+  call.lower = lower
   return call

@@ -98,3 +98,22 @@ def test_replica_array_pads_by_repeating_the_last_replica():
   placed = sharding.replica_array(x, sharding.make_mesh())
   assert placed.shape == (8, 2) and len(placed.sharding.device_set) == 8
   np.testing.assert_array_equal(np.asarray(placed), np.concatenate([x, np.repeat(x[-1:], 3, 0)]))
+
+
+def test_vmap_sharded_replicas_never_communicate():
+  """No collective in the program, even with a replica-dependent while_loop (the
+  batched predicate once synchronised the devices, and 8 CPU devices deadlocked)."""
+  def replica(n, m):
+    def body(c):
+      return c[0] + 1, jnp.tanh(m @ c[1])
+    i, x = jax.lax.while_loop(lambda c: c[0] < n, body, (0, jnp.ones(16)))
+    return x.sum() + i
+
+  n = jnp.arange(16) % 5 + 1
+  m = jax.random.normal(jax.random.key(0), (16, 16)) / 4
+  f = sharding.vmap_sharded(replica, sharding.make_mesh(), in_axes=(0, None))
+  hlo = f.lower(n, m).compile().as_text()
+  for op in ("all-reduce", "all-gather", "all-to-all", "collective-permute", "reduce-scatter"):
+    assert op not in hlo, op
+  want = jax.jit(jax.vmap(replica, in_axes=(0, None)))(n, m)
+  np.testing.assert_allclose(f(n, m), want, rtol=1e-6)
