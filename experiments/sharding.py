@@ -151,7 +151,7 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
   cache = {}
 
   def prepare(args):
-    """(the per-mesh program, the placed arguments, the real replica count, the mesh)."""
+    """((the per-mesh program, its trim), the placed arguments, the real replica count)."""
     m = make_mesh() if mesh is None else mesh
     axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
     if len(axes) != len(args):
@@ -170,24 +170,25 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
               for a, ax in zip(args, axes)]
     if m not in cache:
       # shard_map: each device runs its own replicas with no collective inside. A
-      # plain jit of the vmap lets the partitioner synchronise the devices, e.g. on a
-      # while_loop's batched predicate, and that deadlocked 8 CPU devices on 2 cores.
+      # plain jit of the vmap lets the partitioner add one, e.g. an all-reduce of a
+      # while_loop's batched predicate on every iteration, keeping devices in lockstep.
       specs = tuple(P(DATA) if ax == 0 else P() for ax in axes)
-      cache[m] = jax.jit(jax.shard_map(vf, mesh=m, in_specs=specs, out_specs=P(DATA),
-                                       check_vma=False))  # fn never names a mesh axis
-    return cache[m], placed, r, m
+      program = jax.jit(jax.shard_map(vf, mesh=m, in_specs=specs, out_specs=P(DATA),
+                                      check_vma=False))  # fn never names a mesh axis
+      # Replicas' outputs are usually small (metrics, fitted parameters): gather
+      # them on every device, so every process can read them (``np.asarray``).
+      trim = jax.jit(lambda t, rows: jax.tree.map(lambda y: y[:rows], t), static_argnums=1,
+                     out_shardings=whole if gather else None)
+      cache[m] = program, trim
+    return cache[m], placed, r
 
   def call(*args):
-    program, placed, r, m = prepare(args)
-    out = program(*placed)
-    # Replicas' outputs are usually small (metrics, fitted parameters): gather
-    # them on every device, so every process can read them (``np.asarray``).
-    return jax.jit(lambda t: jax.tree.map(lambda y: y[:r], t),
-                   out_shardings=replicated(m) if gather else None)(out)
+    (program, trim), placed, r = prepare(args)
+    return trim(program(*placed), r)
 
   def lower(*args):
     """The sharded program lowered for ``args`` (to inspect its HLO or cost)."""
-    program, placed, _, _ = prepare(args)
+    (program, _), placed, _ = prepare(args)
     return program.lower(*placed)
 
   call.lower = lower

@@ -101,8 +101,8 @@ def test_replica_array_pads_by_repeating_the_last_replica():
 
 
 def test_vmap_sharded_replicas_never_communicate():
-  """No collective in the program, even with a replica-dependent while_loop (the
-  batched predicate once synchronised the devices, and 8 CPU devices deadlocked)."""
+  """No collective in the program, even with a replica-dependent while_loop (a plain
+  jit of the vmap all-reduces the batched predicate on every iteration)."""
   def replica(n, m):
     def body(c):
       return c[0] + 1, jnp.tanh(m @ c[1])
