@@ -61,6 +61,7 @@ import numpy as np
 import optax
 
 from algorithms import _common
+from algorithms import _linalg
 from algorithms.alft import _tensor as T
 from algorithms.alft._cp import FitTrace, _rmse, init_cp
 
@@ -224,11 +225,11 @@ def _solve_rows(gram_IxRxR, rhs_IxR, rm_R, l2, dtr=None, smooth=None):
   gram = gram_IxRxR + l2 * eye
   gram, rhs = T.apply_rank_mask_system(gram, rhs_IxR, rm_R)
   if dtr is None:
-    return jnp.linalg.solve(gram, rhs[..., None])[..., 0]
+    return _linalg.solve(gram, rhs)
   big = jnp.einsum("irs,ij->irjs", gram, jnp.eye(n_rows, dtype=gram.dtype))
   big = big + smooth * jnp.einsum("ij,rs->irjs", dtr, jnp.diag(rm_R))
   big = big.reshape(n_rows * r, n_rows * r)
-  return jnp.linalg.solve(big, rhs.reshape(-1)).reshape(n_rows, r)
+  return _linalg.solve(big, rhs.reshape(-1)).reshape(n_rows, r)
 
 
 def _masked_rows(x, mask, terms_fn, mode, n_modes):
@@ -320,7 +321,7 @@ def _als_sweep(p: ALFTParams, yv, m, bases, rm, l2, smooth_N, smooth_offset, *, 
     big = (gram + reg).reshape(k_dim * s_dim, k_dim * s_dim)
     # a tiny jitter keeps knots that no observed offset reaches (all-zero rows) solvable
     big = big + 1e-9 * jnp.trace(big) / big.shape[0] * jnp.eye(big.shape[0], dtype=yv.dtype)
-    offsets[i] = proj(jnp.linalg.solve(big, rhs.reshape(-1)).reshape(k_dim, s_dim))
+    offsets[i] = proj(_linalg.solve(big, rhs.reshape(-1)).reshape(k_dim, s_dim))
     r = rb - pair_component(jnp.einsum("abk,ks->abs", w, offsets[i]), vs, pair, shape)
   return p._replace(offsets=tuple(offsets), pair_factors=tuple(pair_factors))
 

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from algorithms import _linalg
 from algorithms.alft import _tensor as T
 
 
@@ -76,7 +77,7 @@ def _cp_als(yv, m, factors, rm, ev_y, ev_m, l2, *, n_iter):
       v = T.hadamard_gram(factors, n) + l2 * jnp.eye(rm.shape[0], dtype=yv.dtype)
       b = T.mttkrp(x, factors, n)
       v, b = T.apply_rank_mask_system(v, b, rm)
-      factors[n] = jnp.linalg.solve(v.T, b.T).T
+      factors[n] = _linalg.solve(v.T, b.T).T
     rec = T.cp_to_tensor(factors)
     x = m * yv + (1.0 - m) * rec
     return (tuple(factors), x), (_rmse(rec, yv, m), _rmse(rec, ev_y, ev_m))

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from algorithms import _linalg
 from algorithms.alft import _tensor as T
 from algorithms.alft._cp import FitTrace, _rmse
 
@@ -43,7 +44,7 @@ def init_tucker(key: jax.Array, shape: Sequence[int], ranks: Sequence[int], scal
     if r > shape[n]:
       raise ValueError(f"ranks[{n}]={r} exceeds the mode size {shape[n]}")
   keys = jax.random.split(key, len(shape) + 1)
-  factors = tuple(jnp.linalg.qr(jax.random.normal(k, (s, r), dtype))[0]
+  factors = tuple(_linalg.qr_q(jax.random.normal(k, (s, r), dtype))
                   for k, s, r in zip(keys[1:], shape, ranks))
   core = scale * jax.random.normal(keys[0], ranks, dtype) * (jnp.prod(jnp.asarray(shape)) /
                                                              jnp.prod(jnp.asarray(ranks))) ** 0.5
@@ -72,7 +73,7 @@ def _tucker_als(yv, m, core, factors, rms, ev_y, ev_m, *, n_iter):
         if k != n:
           z = T.mode_dot(z, a.T, k)
       z = jnp.moveaxis(z, n, 0).reshape(z.shape[n], -1)
-      u = jnp.linalg.svd(z, full_matrices=False)[0]
+      u = _linalg.svd_u(z)
       factors[n] = u[:, :rms[n].shape[0]] * rms[n]
     core = x
     for k, a in enumerate(factors):

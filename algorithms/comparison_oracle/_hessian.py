@@ -48,6 +48,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from algorithms import _linalg
 from algorithms.comparison_oracle import _gradient
 from algorithms.comparison_oracle import _oracle
 from algorithms.comparison_oracle import _quantum
@@ -92,7 +93,7 @@ def estimate_all(oracle, state, x_N, key, gamma, bits, estimator, qparams, *, sc
   Returns ``(g_hat_N, s, V_NxN, D_2NxN, state)``.
   """
   n = x_N.shape[0]
-  Qm, _ = jnp.linalg.qr(jax.random.normal(key, (n, n), x_N.dtype))
+  Qm = _linalg.qr_q(jax.random.normal(key, (n, n), x_N.dtype))
   V = Qm.T  # row k is v_k
   fixed = scale is not None
   s0 = jnp.asarray(scale if fixed else t_max, x_N.dtype)
@@ -125,7 +126,7 @@ def hessian_from_directions(g_hat_N, s, V_NxN, D_2NxN):
   A_Nx2xN = jnp.stack([dp, dm], axis=1)  # per k: rows d+, d-
   AtA = jnp.einsum("kin,kjn->kij", A_Nx2xN, A_Nx2xN) + 1e-12 * jnp.eye(2, dtype=dp.dtype)
   Atb = 2.0 * jnp.einsum("kin,n->ki", A_Nx2xN, g_hat_N)
-  ab = jnp.linalg.solve(AtA, Atb[..., None])[..., 0]
+  ab = _linalg.solve(AtA, Atb)
   C_KxN = (ab[:, :1] * dp - ab[:, 1:] * dm) / (2.0 * s)  # row k: H v_k / ||g||
   R = jnp.einsum("kn,km->nm", C_KxN, V_NxN)  # H Q Q^T = sum_k (H v_k) v_k^T
   return 0.5 * (R + R.T)

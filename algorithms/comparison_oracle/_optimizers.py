@@ -49,6 +49,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from algorithms import _linalg
 from algorithms.comparison_oracle import _gradient
 from algorithms.comparison_oracle import _hessian
 from algorithms.comparison_oracle import _oracle
@@ -87,7 +88,7 @@ def trust_region_step(g_N, R_NxN, r, iters: int = 100):
   :math:`\|d(\sigma)\|=r`, and in the hard case the boundary is reached along the
   bottom eigenvector.
   """
-  lam, V = jnp.linalg.eigh(R_NxN)
+  lam, V = _linalg.eigh(R_NxN)
   b = V.T @ g_N
   lam_min = lam[0]
   tiny = 1e-12 * (1.0 + jnp.max(jnp.abs(lam)))

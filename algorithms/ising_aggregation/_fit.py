@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from algorithms import _common
+from algorithms import _linalg
 from algorithms.ising_aggregation import _checks
 from algorithms.ising_aggregation import _ising
 from algorithms.ising_aggregation import _voting
@@ -73,7 +74,7 @@ def _newton(theta_P, X_MxP, t_M, w_M, l2_P, steps):
     p = jax.nn.sigmoid(eta)
     g = X_MxP.T @ (w_M * (t_M - p)) - l2_P * theta
     hess = (X_MxP * (w_M * p * (1 - p))[:, None]).T @ X_MxP + jnp.diag(l2_P + 1e-8)
-    d = jnp.linalg.solve(hess, g)
+    d = _linalg.solve(hess, g)
     d = d * jnp.minimum(1.0, 5.0 / (jnp.max(jnp.abs(d)) + 1e-12))  # trust region
     return theta + d
 
@@ -199,7 +200,7 @@ def _exact_m_step(votes_NxK, w0_N, w1_N, params: IsingParams, tied, l2, l2_field
     mean_2xD, cov_2xDxD = jax.vmap(moments)(a_2xDxP @ x_P)
     g = jnp.einsum("cdp,cd->p", a_2xDxP, stats_2xD - mass_2[:, None] * mean_2xD) - pen_P * x_P
     hess = jnp.einsum("cdp,c,cde,ceq->pq", a_2xDxP, mass_2, cov_2xDxD, a_2xDxP)
-    delta = jnp.linalg.solve(hess + jnp.diag(pen_P + 1e-8), g)
+    delta = _linalg.solve(hess + jnp.diag(pen_P + 1e-8), g)
     return x_P + delta * jnp.minimum(1.0, 3.0 / (jnp.max(jnp.abs(delta)) + 1e-12))
 
   x0 = jnp.concatenate([jnp.concatenate([params.h_2xK[c], params.W_2xKxK[c][iu]]) for c in (0, 1)])

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from algorithms import _common
+from algorithms import _linalg
 from algorithms.ising_aggregation import _checks
 from algorithms.ising_aggregation import _voting
 
@@ -124,7 +125,7 @@ def _m_step(votes_NxK, r_NxYxG, params, num_nodes, steps, l2):
     g = jnp.einsum("ygk,ygp->kp", (n1 - nn * p) * scale, phi) - l2 * theta
     hw = nn * p * (1 - p) * scale
     hess = jnp.einsum("ygk,ygp,ygq->kpq", hw, phi, phi) + (l2 + 1e-8) * jnp.eye(3, dtype=dtype)
-    d = jnp.linalg.solve(hess, g[..., None])[..., 0]
+    d = _linalg.solve(hess, g)
     d = d * jnp.minimum(1.0, 5.0 / (jnp.max(jnp.abs(d), axis=1, keepdims=True) + 1e-12))
     return theta + d, None
 
