@@ -16,6 +16,7 @@ def _tiny_config():
   # every method runs through the same sharded call (experiment._fit_synthetic); LFT, the
   # ALS fit ALFT extends, compiles in half ALFT's time (test budget)
   c.methods = ("lft_als",)
+  c.validation.methods = ()  # the validated fits run through the same sharded call
   c.n_iter_als = 4
   # the sizes of tests/algorithms/test_alft.py's data test: the generator compiles once per run
   c.synth.size, c.synth.n_time, c.synth.rank = 8, 5, 3

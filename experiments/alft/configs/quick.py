@@ -30,6 +30,13 @@ def get_config() -> ml_collections.ConfigDict:
   c.tensorly_n_iter = 100  # tensorly parafac iterations on the synthetic tensors
   c.tensorly_tol = 1e-8  # tensorly's convergence tolerance (its default)
   c.control_tolerance = 0.05  # "no worse": ALFT RMSE at most 5% above the better of LFT and CP
+  # validated protocol (declared 2026-12-02 before its first run, after the fixed-l2 control claim
+  # failed at low density): each method picks its ridge on a validation split of its training entries
+  c.validation = ml_collections.ConfigDict()
+  c.validation.methods = ("cp_als", "lft_als", "alft_als")  # each also run as <name>_val; () skips
+  c.validation.l2_grid = (0.01, 0.1, 1.0, 10.0)  # ridges tried (vmapped), one grid for every method
+  # (10 added after a 10-sweep smoke test on a tiny tensor chose the top of (0.01, 0.1, 1))
+  c.validation.val_frac = 0.2  # share of the training entries held out for the choice (then refit on all)
 
   c.synth = ml_collections.ConfigDict()
   c.synth.size = 30  # I, size of the two aligned ordered modes
