@@ -77,3 +77,39 @@ def test_cpu_programs_call_lapack_one_matrix_at_a_time():
 def test_bad_shapes_raise(call):
   with pytest.raises(ValueError):
     call()
+
+
+def _paper_fits():
+  """(name, vmapped fit, args): the replica computations whose batched LAPACK hung 8 fake devices."""
+  from algorithms import alft
+  from algorithms import ising_aggregation as ia
+  votes = jax.random.bernoulli(jax.random.key(4), 0.7, (3, 40, 4)).astype(jnp.int32)
+  y = jax.random.normal(jax.random.key(5), (3, 6, 5, 4))
+  m = jnp.ones_like(y)
+  keys = jax.random.split(jax.random.key(6), 3)
+
+  def tucker(y, m, k):
+    return alft.tucker_als(y, m, *alft.init_tucker(k, (6, 5, 4), (2, 2, 2)), n_iter=2)[0]
+
+  def cp(y, m, k):
+    return alft.cp_als(y, m, alft.init_cp(k, (6, 5, 4), 2), n_iter=2)[0]
+
+  def lft(y, m, k):
+    return alft.alft_als(y, m, alft.init_alft(k, (6, 5, 4), 2), (), n_iter=2)[0]
+
+  return [
+      ("ising_em_exact", jax.vmap(lambda v: ia.fit_ising_em(v, max_iters=2).params), (votes,)),
+      ("ising_em_pseudo", jax.vmap(lambda v: ia.fit_ising_em(v, max_iters=2, m_step="pseudo").params),
+       (votes,)),
+      ("latent_factor_em", jax.vmap(lambda v: ia.fit_latent_factor_em(v, max_iters=2).params), (votes,)),
+      ("tucker_als", jax.vmap(tucker), (y, m, keys)),
+      ("cp_als", jax.vmap(cp), (y, m, keys)),
+      ("lft_als", jax.vmap(lft), (y, m, keys)),
+  ]
+
+
+@pytest.mark.parametrize("name,fn,args", _paper_fits(), ids=lambda v: v if isinstance(v, str) else "")
+def test_paper_fits_call_lapack_one_matrix_at_a_time(name, fn, args):
+  calls = _lapack_calls(jax.jit(fn).lower(*args).compile().as_text())
+  assert calls, f"{name}: expected LAPACK custom calls"
+  assert all(len(shape) == 2 for _, shape in calls), (name, calls)
