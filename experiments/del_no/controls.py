@@ -1,0 +1,145 @@
+r"""Controls for del-NO's FNO cells: why does the FNO fit worse with derivative channels?
+
+    python -m experiments.del_no.controls [--out=experiments/del_no/controls.json] [--readme=...]
+
+At the medium CPU scale (``configs/medium_cpu.py``: 64-point grid, 1000 pairs, 2000
+steps) del-NO's FNO has a *higher training loss* than the plain FNO on heat, Burgers
+and KdV (experiments/del_no/README.md). This trains, on the clean cells of the four 1-D
+PDEs with the medium config's data, seeds and schedule, the FNO under five variants:
+
+* ``backbone``: the plain FNO, input (u, x);
+* ``delno``: del-NO as built, input (u, s_k D^{beta_k} u (GL, 16 taps), x);
+* ``zero_channels``: the plain FNO fed K all-zero channels beside u, so its lifting has
+  del-NO's fan-in (and LeCun init scale) but sees no derivative: the parameter and
+  initialisation control;
+* ``frozen_orders``: del-NO with the orders fixed at their initial integers (order
+  learning rate 0): is order learning what hurts?
+* ``spectral``: del-NO with the spectral (Fourier multiplier) derivative in place of GL:
+  is it GL's O(h) high-frequency error?
+
+The hypotheses and what each outcome would mean are declared in the README ("Controls:
+the FNO cells"), written before the first run. Writes a JSON and the README table
+between the controls markers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+from absl import app
+from absl import flags
+import flax.linen as nn
+import jax.numpy as jnp
+import numpy as np
+
+from data import del_no_pdes
+from experiments import sharding
+from experiments.del_no import experiment as ex
+from experiments.del_no.configs import medium_cpu
+from models import del_no
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_OUT = flags.DEFINE_string("out", os.path.join(_HERE, "controls.json"), "JSON output path.")
+_README = flags.DEFINE_string("readme", os.path.join(_HERE, "README.md"),
+                              "README whose controls table is replaced ('' to skip).")
+_PDES = flags.DEFINE_list("pdes", ["advection", "heat", "burgers", "kdv"], "1-D PDEs to run.")
+VARIANTS = ("backbone", "delno", "zero_channels", "frozen_orders", "spectral")
+
+
+class ZeroChannels(nn.Module):
+  """The backbone fed ``k`` all-zero channels beside the input: del-NO's fan-in, no derivatives."""
+
+  backbone: nn.Module
+  k: int
+
+  @nn.compact
+  def __call__(self, a):
+    zeros = jnp.zeros(a.shape + (self.k,), a.dtype)
+    return self.backbone(jnp.concatenate([a[..., None], zeros], axis=-1))
+
+
+def make_variant(variant: str, config, m: int):
+  """(model, optimizer) of one variant for a 1-D periodic PDE of order m."""
+  net = ex.make_backbone("fno", config.backbones, 1, True)
+  sched = ex._schedule(config)  # pylint: disable=protected-access
+  orders = ex.initial_orders(m)
+  if variant == "backbone":
+    return ex.make_model("fno", config, m, False)
+  if variant == "zero_channels":
+    return ZeroChannels(net, len(orders)), ex.make_model("fno", config, m, False)[1]
+  method = "spectral" if variant == "spectral" else "gl"
+  model = del_no.DelNO(net, orders=orders, gl_terms=config.gl_terms, method=method)
+  mult = 0.0 if variant == "frozen_orders" else config.order_lr_multiplier
+  return model, del_no.optimizer(sched, mult, config.weight_decay)
+
+
+def run_variant(config, variant, pde, inputs, mesh):
+  alpha0 = float(del_no_pdes.GRF_DEFAULT[2])
+  reps = [ex.Replica(pde, alpha0, 0.0, config.n_train, int(config.seed + s))
+          for s in range(config.num_seeds)]
+  split, _, y_norm = inputs.dataset(pde, alpha0)
+  x_train, x_test = inputs.inputs(pde, alpha0, 0.0)
+  model, opt = make_variant(variant, config, del_no_pdes.PDE_ORDER[pde])
+  r = len(reps)
+  out = ex.train_replicas(
+      model, opt, np.stack([x_train] * r), np.stack([split.y_train] * r),
+      np.asarray([x.n for x in reps]), np.asarray([x.seed for x in reps]), y_norm,
+      config.steps, config.batch_size, mesh, np.stack([x_test] * r), np.stack([split.y_test] * r))
+  tail = out.losses_TxR[-max(1, config.steps // 10):].mean(0)
+  rec = dict(err=[float(e.mean()) for e in out.test_RxM], loss=[float(v) for v in tail],
+             step_ms=1e3 * out.step_s / r)
+  if variant in ("delno", "frozen_orders", "spectral"):
+    rec["orders"] = np.asarray(del_no.learned_orders(out.params)["beta"]).mean(0).tolist()
+  return rec
+
+
+def _ms(v):
+  v = np.asarray(v, np.float64)
+  return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size))
+
+
+def table(res) -> str:
+  head = ("| PDE | " + " | ".join(VARIANTS) + " |\n|---|" + "---|" * len(VARIANTS))
+  rows = []
+  for pde, by in res.items():
+    cells = []
+    for v in VARIANTS:
+      e, se = _ms(by[v]["err"])
+      lo, _ = _ms(by[v]["loss"])
+      cells.append(f"{e:.4f} +- {se:.4f} (train {lo:.4f})")
+    rows.append(f"| {pde} | " + " | ".join(cells) + " |")
+  orders = "; ".join(
+      f"{pde}: " + ", ".join(f"{v} " + "/".join(f"{o:.2f}" for o in by[v]["orders"])
+                             for v in ("delno", "spectral"))
+      for pde, by in res.items())
+  return "\n".join([head] + rows + ["", f"Learned orders (mean of seeds): {orders}."])
+
+
+def main(argv):
+  del argv
+  config = medium_cpu.get_config()
+  config.pdes = tuple(_PDES.value)
+  mesh = sharding.make_mesh(config.mesh.to_dict())
+  inputs = ex._Inputs(config)  # pylint: disable=protected-access
+  t0, c0 = time.perf_counter(), time.process_time()
+  res = {pde: {v: run_variant(config, v, pde, inputs, mesh) for v in VARIANTS}
+         for pde in config.pdes}
+  out = dict(results=res, wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0,
+             steps=config.steps, n_train=config.n_train, seeds=config.num_seeds)
+  with open(_OUT.value, "w") as f:
+    json.dump(out, f, indent=1)
+  text = table(res) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s."
+  print(text)
+  if _README.value:
+    with open(_README.value) as f:
+      readme = f.read()
+    with open(_README.value, "w") as f:
+      f.write(re.sub(r"(<!-- controls:begin -->\n).*?(\n<!-- controls:end -->)",
+                     lambda m: m.group(1) + text + m.group(2), readme, flags=re.S))
+
+
+if __name__ == "__main__":
+  app.run(main)
