@@ -16,6 +16,9 @@ PDEs with the medium config's data, seeds and schedule, the FNO under five varia
   learning rate 0): is order learning what hurts?
 * ``spectral``: del-NO with the spectral (Fourier multiplier) derivative in place of GL:
   is it GL's O(h) high-frequency error?
+* ``zero_scale``: del-NO with the scales s_k starting at 0, so it starts as the
+  ``zero_channels`` control and the channels enter only as far as training pulls s_k
+  from 0 (added after the first five had run; declared before its own run).
 
 The hypotheses and what each outcome would mean are declared in the README ("Controls:
 the FNO cells"), written before the first run. Writes a JSON and the README table
@@ -46,7 +49,9 @@ _OUT = flags.DEFINE_string("out", os.path.join(_HERE, "controls.json"), "JSON ou
 _README = flags.DEFINE_string("readme", os.path.join(_HERE, "README.md"),
                               "README whose controls table is replaced ('' to skip).")
 _PDES = flags.DEFINE_list("pdes", ["advection", "heat", "burgers", "kdv"], "1-D PDEs to run.")
-VARIANTS = ("backbone", "delno", "zero_channels", "frozen_orders", "spectral")
+_RENDER = flags.DEFINE_bool("render_only", False,
+                            "Rewrite the README table from --out's JSON without training.")
+VARIANTS = ("backbone", "delno", "zero_channels", "frozen_orders", "spectral", "zero_scale")
 
 
 class ZeroChannels(nn.Module):
@@ -71,7 +76,8 @@ def make_variant(variant: str, config, m: int):
   if variant == "zero_channels":
     return ZeroChannels(net, len(orders)), ex.make_model("fno", config, m, False)[1]
   method = "spectral" if variant == "spectral" else "gl"
-  model = del_no.DelNO(net, orders=orders, gl_terms=config.gl_terms, method=method)
+  model = del_no.DelNO(net, orders=orders, gl_terms=config.gl_terms, method=method,
+                       init_scale=0.0 if variant == "zero_scale" else 1.0)
   mult = 0.0 if variant == "frozen_orders" else config.order_lr_multiplier
   return model, del_no.optimizer(sched, mult, config.weight_decay)
 
@@ -91,7 +97,7 @@ def run_variant(config, variant, pde, inputs, mesh):
   tail = out.losses_TxR[-max(1, config.steps // 10):].mean(0)
   rec = dict(err=[float(e.mean()) for e in out.test_RxM], loss=[float(v) for v in tail],
              step_ms=1e3 * out.step_s / r)
-  if variant in ("delno", "frozen_orders", "spectral"):
+  if variant in ("delno", "frozen_orders", "spectral", "zero_scale"):
     rec["orders"] = np.asarray(del_no.learned_orders(out.params)["beta"]).mean(0).tolist()
   return rec
 
@@ -99,6 +105,33 @@ def run_variant(config, variant, pde, inputs, mesh):
 def _ms(v):
   v = np.asarray(v, np.float64)
   return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size))
+
+
+def _worse(a, b) -> bool:
+  """a's mean train loss above b's by more than the larger of their s.e. over seeds."""
+  (ma, sa), (mb, sb) = _ms(a), _ms(b)
+  return ma - mb > max(sa, sb)
+
+
+def verdicts(res) -> dict:
+  """The declared readings (README, "Controls: the FNO cells") over the PDEs where del-NO trains worse."""
+  loss = {p: {v: by[v]["loss"] for v in VARIANTS} for p, by in res.items()}
+  mean = {p: {v: _ms(x)[0] for v, x in by.items()} for p, by in loss.items()}
+  worse = [p for p in loss if _worse(loss[p]["delno"], loss[p]["backbone"])]
+  excess = {p: mean[p]["delno"] - mean[p]["backbone"] for p in worse}
+  per = {
+      "fan_in": [p for p in worse
+                 if abs(mean[p]["zero_channels"] - mean[p]["delno"]) <= 0.25 * excess[p]],
+      "order_learning": [p for p in worse if mean[p]["frozen_orders"] < mean[p]["delno"]],
+      "gl_error": [p for p in worse if mean[p]["spectral"] < mean[p]["delno"]],
+      "start_away": [p for p in worse if not _worse(loss[p]["zero_scale"], loss[p]["backbone"])],
+  }
+  most = lambda ps: len(ps) > len(worse) / 2  # noqa: E731
+  out = {"delno_trains_worse": worse}
+  for k, ps in per.items():
+    out[k] = dict(pdes=ps, holds=bool(worse) and most(ps))
+  out["none_holds"] = not any(v["holds"] for k, v in out.items() if k in per)
+  return out
 
 
 def table(res) -> str:
@@ -113,13 +146,34 @@ def table(res) -> str:
     rows.append(f"| {pde} | " + " | ".join(cells) + " |")
   orders = "; ".join(
       f"{pde}: " + ", ".join(f"{v} " + "/".join(f"{o:.2f}" for o in by[v]["orders"])
-                             for v in ("delno", "spectral"))
+                             for v in ("delno", "spectral", "zero_scale"))
       for pde, by in res.items())
-  return "\n".join([head] + rows + ["", f"Learned orders (mean of seeds): {orders}."])
+  v = verdicts(res)
+  lines = ["", f"Learned orders (mean of seeds): {orders}.", "",
+           "del-NO trains worse than the FNO (by more than the larger s.e.) on: "
+           + (", ".join(v["delno_trains_worse"]) or "none") + "."]
+  names = {"fan_in": "initialisation / fan-in (`zero_channels` as bad as `delno`)",
+           "order_learning": "order learning (`frozen_orders` trains better)",
+           "gl_error": "GL's high-frequency error (`spectral` trains better)",
+           "start_away": "the start away from the backbone (`zero_scale` trains no worse than it)"}
+  for k, name in names.items():
+    ps = v[k]["pdes"]
+    lines.append(f"* {name}: {'holds' if v[k]['holds'] else 'refuted'} "
+                 f"(true on {len(ps)} of {len(v['delno_trains_worse'])}"
+                 + (f": {', '.join(ps)})" if ps else ")"))
+  return "\n".join([head] + rows + lines)
 
 
 def main(argv):
   del argv
+  if _RENDER.value:
+    with open(_OUT.value) as f:
+      out = json.load(f)
+    out["verdicts"] = verdicts(out["results"])
+    with open(_OUT.value, "w") as f:
+      json.dump(out, f, indent=1)
+    _write_readme(table(out["results"]) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.")
+    return
   config = medium_cpu.get_config()
   config.pdes = tuple(_PDES.value)
   mesh = sharding.make_mesh(config.mesh.to_dict())
@@ -129,9 +183,13 @@ def main(argv):
          for pde in config.pdes}
   out = dict(results=res, wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0,
              steps=config.steps, n_train=config.n_train, seeds=config.num_seeds)
+  out["verdicts"] = verdicts(res)
   with open(_OUT.value, "w") as f:
     json.dump(out, f, indent=1)
-  text = table(res) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s."
+  _write_readme(table(res) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.")
+
+
+def _write_readme(text: str):
   print(text)
   if _README.value:
     with open(_README.value) as f:
