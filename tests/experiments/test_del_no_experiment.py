@@ -96,3 +96,34 @@ def test_channel_norm_rms_gives_unit_channels_at_init():
   config.channel_norm = "bogus"
   with np.testing.assert_raises(ValueError):
     experiment.make_model("fno", config, 3, True, x)
+
+
+def test_controls_variants_and_declared_readings():
+  """The controls' variants are the models they claim to be, and the readings follow the declared rules."""
+  import jax.numpy as jnp
+  from experiments.del_no import controls
+  from experiments.del_no.configs import medium_cpu
+  config = medium_cpu.get_config()
+  x = jnp.asarray(np.random.default_rng(0).normal(size=(2, 64)), jnp.float32)
+  zc, _ = controls.make_variant("zero_channels", config, 2)
+  p = zc.init(jax.random.key(0), x)
+  lift = [v for k, v in jax.tree_util.tree_leaves_with_path(p) if "kernel" in str(k)][0]
+  assert lift.shape[0] == 4  # u, two zero channels, the grid: del-NO's fan-in
+  zs, _ = controls.make_variant("zero_scale", config, 2)
+  q = zs.init(jax.random.key(0), x)
+  np.testing.assert_array_equal(q["params"]["scale"], 0.0)
+  _, opt = controls.make_variant("frozen_orders", config, 2)
+  upd, _ = opt.update(jax.tree.map(jnp.ones_like, q), opt.init(q), q)
+  np.testing.assert_array_equal(upd["params"]["beta"], 0.0)
+
+  def rec(loss):
+    return {"loss": list(loss), "err": list(loss)}
+  base = rec([1.0, 1.01, 0.99])
+  res = {"a": {"backbone": base, "delno": rec([2.0, 2.01, 1.99]), "zero_channels": rec([1.9, 2.0, 2.1]),
+               "frozen_orders": rec([3.0, 3.0, 3.0]), "spectral": rec([1.5, 1.5, 1.5]),
+               "zero_scale": rec([1.0, 1.0, 1.0])},
+         "b": {v: base for v in controls.VARIANTS}}
+  v = controls.verdicts(res)
+  assert v["delno_trains_worse"] == ["a"]
+  assert v["fan_in"]["holds"] and not v["order_learning"]["holds"]
+  assert v["gl_error"]["holds"] and v["start_away"]["holds"] and not v["none_holds"]
