@@ -2,7 +2,8 @@
 
     python -m experiments.alft.main --config=experiments/alft/configs/full.py --workdir=/tmp/alft_full
 
-Hardware: 2 CPU cores, about 11 minutes wall (7 minutes of CPU, measured). Same claims as quick.
+Hardware: 2 CPU cores, 597 s wall (823 s user CPU; measured 2026-12-03 with the validated-ridge
+protocol, on an otherwise idle machine). Same claims as quick. Results: results/alft/full/.
 """
 
 from experiments.alft.configs import quick

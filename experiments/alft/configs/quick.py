@@ -2,7 +2,7 @@
 
     python -m experiments.alft.main --config=experiments/alft/configs/quick.py --workdir=/tmp/alft
 
-Hardware: 2 CPU cores; about 75 s of CPU (measured 151 s wall on the loaded shared machine),
+Hardware: 2 CPU cores; 57 s wall in `make reproduce` on the idle machine (2026-12-03),
 mostly compiling the vmapped fits. Replicas split over config.mesh's data axis on more devices.
 Reproduces the abstract's claim (ALFT vs LFT/CP where modes are aligned; no worse on an
 unordered control) and issue 7's Kinetic claim (tensorly masked CP rank 4, ~23.7 RMSE, 20% held out).
