@@ -1,6 +1,6 @@
 r"""Controls for del-NO's FNO cells: why does the FNO fit worse with derivative channels?
 
-    python -m experiments.del_no.controls [--out=experiments/del_no/controls.json] [--readme=...]
+    python -m experiments.del_no.controls [--json_out=experiments/del_no/controls.json] [--render_only]
 
 At the medium CPU scale (``configs/medium_cpu.py``: 64-point grid, 1000 pairs, 2000
 steps) del-NO's FNO has a *higher training loss* than the plain FNO on heat, Burgers
@@ -45,12 +45,12 @@ from experiments.del_no.configs import medium_cpu
 from models import del_no
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_OUT = flags.DEFINE_string("out", os.path.join(_HERE, "controls.json"), "JSON output path.")
-_README = flags.DEFINE_string("readme", os.path.join(_HERE, "README.md"),
+_OUT = flags.DEFINE_string("json_out", os.path.join(_HERE, "controls.json"), "JSON output path.")
+_README = flags.DEFINE_string("readme_table", os.path.join(_HERE, "README.md"),
                               "README whose controls table is replaced ('' to skip).")
 _PDES = flags.DEFINE_list("pdes", ["advection", "heat", "burgers", "kdv"], "1-D PDEs to run.")
 _RENDER = flags.DEFINE_bool("render_only", False,
-                            "Rewrite the README table from --out's JSON without training.")
+                            "Rewrite the README table from --json_out's JSON without training.")
 VARIANTS = ("backbone", "delno", "zero_channels", "frozen_orders", "spectral", "zero_scale")
 
 
