@@ -45,10 +45,15 @@ from experiments.del_no.configs import medium_cpu
 from models import del_no
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_OUT = flags.DEFINE_string("json_out", os.path.join(_HERE, "controls.json"), "JSON output path.")
+_OUT = flags.DEFINE_string("json_out", None,
+                           "JSON output path (default controls.json, or controls_paper_fno.json).")
 _README = flags.DEFINE_string("readme_table", os.path.join(_HERE, "README.md"),
                               "README whose controls table is replaced ('' to skip).")
 _PDES = flags.DEFINE_list("pdes", ["advection", "heat", "burgers", "kdv"], "1-D PDEs to run.")
+_SIZE = flags.DEFINE_enum("fno_size", "medium", ["medium", "paper"],
+                          "medium: the medium config's FNO (width 24, 2 layers, 12 modes); paper: "
+                          "the full config's (width 64, 4 layers, 16 modes), same data and steps.")
+_VARIANTS = flags.DEFINE_list("variants", None, "Variants to train (default: all).")
 _RENDER = flags.DEFINE_bool("render_only", False,
                             "Rewrite the README table from --json_out's JSON without training.")
 VARIANTS = ("backbone", "delno", "zero_channels", "frozen_orders", "spectral", "zero_scale")
@@ -113,19 +118,31 @@ def _worse(a, b) -> bool:
   return ma - mb > max(sa, sb)
 
 
+def _variants(res) -> list[str]:
+  """The variants present in ``res`` (every PDE runs the same ones), in VARIANTS order."""
+  have = set.intersection(*(set(by) for by in res.values()))
+  return [v for v in VARIANTS if v in have]
+
+
 def verdicts(res) -> dict:
-  """The declared readings (README, "Controls: the FNO cells") over the PDEs where del-NO trains worse."""
-  loss = {p: {v: by[v]["loss"] for v in VARIANTS} for p, by in res.items()}
+  """The declared readings (README, "Controls: the FNO cells") over the PDEs where del-NO trains worse.
+
+  A reading whose variant was not run is left out.
+  """
+  have = _variants(res)
+  loss = {p: {v: by[v]["loss"] for v in have} for p, by in res.items()}
   mean = {p: {v: _ms(x)[0] for v, x in by.items()} for p, by in loss.items()}
   worse = [p for p in loss if _worse(loss[p]["delno"], loss[p]["backbone"])]
   excess = {p: mean[p]["delno"] - mean[p]["backbone"] for p in worse}
-  per = {
-      "fan_in": [p for p in worse
-                 if abs(mean[p]["zero_channels"] - mean[p]["delno"]) <= 0.25 * excess[p]],
-      "order_learning": [p for p in worse if mean[p]["frozen_orders"] < mean[p]["delno"]],
-      "gl_error": [p for p in worse if mean[p]["spectral"] < mean[p]["delno"]],
-      "start_away": [p for p in worse if not _worse(loss[p]["zero_scale"], loss[p]["backbone"])],
+  tests = {
+      "fan_in": ("zero_channels",
+                 lambda p: abs(mean[p]["zero_channels"] - mean[p]["delno"]) <= 0.25 * excess[p]),
+      "order_learning": ("frozen_orders", lambda p: mean[p]["frozen_orders"] < mean[p]["delno"]),
+      "gl_error": ("spectral", lambda p: mean[p]["spectral"] < mean[p]["delno"]),
+      "start_away": ("zero_scale",
+                     lambda p: not _worse(loss[p]["zero_scale"], loss[p]["backbone"])),
   }
+  per = {k: [p for p in worse if f(p)] for k, (v, f) in tests.items() if v in have}
   most = lambda ps: len(ps) > len(worse) / 2  # noqa: E731
   out = {"delno_trains_worse": worse}
   for k, ps in per.items():
@@ -135,18 +152,19 @@ def verdicts(res) -> dict:
 
 
 def table(res) -> str:
-  head = ("| PDE | " + " | ".join(VARIANTS) + " |\n|---|" + "---|" * len(VARIANTS))
+  have = _variants(res)
+  head = ("| PDE | " + " | ".join(have) + " |\n|---|" + "---|" * len(have))
   rows = []
   for pde, by in res.items():
     cells = []
-    for v in VARIANTS:
+    for v in have:
       e, se = _ms(by[v]["err"])
       lo, _ = _ms(by[v]["loss"])
       cells.append(f"{e:.4f} +- {se:.4f} (train {lo:.4f})")
     rows.append(f"| {pde} | " + " | ".join(cells) + " |")
   orders = "; ".join(
       f"{pde}: " + ", ".join(f"{v} " + "/".join(f"{o:.2f}" for o in by[v]["orders"])
-                             for v in ("delno", "spectral", "zero_scale"))
+                             for v in ("delno", "spectral", "zero_scale") if v in have)
       for pde, by in res.items())
   v = verdicts(res)
   lines = ["", f"Learned orders (mean of seeds): {orders}.", "",
@@ -157,6 +175,8 @@ def table(res) -> str:
            "gl_error": "GL's high-frequency error (`spectral` trains better)",
            "start_away": "the start away from the backbone (`zero_scale` trains no worse than it)"}
   for k, name in names.items():
+    if k not in v:
+      continue
     ps = v[k]["pdes"]
     lines.append(f"* {name}: {'holds' if v[k]['holds'] else 'refuted'} "
                  f"(true on {len(ps)} of {len(v['delno_trains_worse'])}"
@@ -164,38 +184,56 @@ def table(res) -> str:
   return "\n".join([head] + rows + lines)
 
 
+def _json_path() -> str:
+  if _OUT.value:
+    return _OUT.value
+  name = "controls.json" if _SIZE.value == "medium" else "controls_paper_fno.json"
+  return os.path.join(_HERE, name)
+
+
 def main(argv):
   del argv
+  marker = "controls" if _SIZE.value == "medium" else "controls_paper_fno"
   if _RENDER.value:
-    with open(_OUT.value) as f:
+    with open(_json_path()) as f:
       out = json.load(f)
     out["verdicts"] = verdicts(out["results"])
-    with open(_OUT.value, "w") as f:
+    with open(_json_path(), "w") as f:
       json.dump(out, f, indent=1)
-    _write_readme(table(out["results"]) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.")
+    _write_readme(table(out["results"]) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.",
+                  marker)
     return
   config = medium_cpu.get_config()
   config.pdes = tuple(_PDES.value)
+  if _SIZE.value == "paper":
+    config.backbones.fno_width, config.backbones.fno_depth, config.backbones.fno_modes = 64, 4, 16
+  variants = _VARIANTS.value or list(VARIANTS)
+  unknown = sorted(set(variants) - set(VARIANTS))
+  if unknown or not {"backbone", "delno"} <= set(variants):
+    raise ValueError(f"--variants must include backbone and delno and name only {VARIANTS}; "
+                     f"got {variants}")
   mesh = sharding.make_mesh(config.mesh.to_dict())
   inputs = ex._Inputs(config)  # pylint: disable=protected-access
   t0, c0 = time.perf_counter(), time.process_time()
-  res = {pde: {v: run_variant(config, v, pde, inputs, mesh) for v in VARIANTS}
+  res = {pde: {v: run_variant(config, v, pde, inputs, mesh) for v in variants}
          for pde in config.pdes}
   out = dict(results=res, wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0,
-             steps=config.steps, n_train=config.n_train, seeds=config.num_seeds)
+             steps=config.steps, n_train=config.n_train, seeds=config.num_seeds,
+             fno=dict(width=config.backbones.fno_width, depth=config.backbones.fno_depth,
+                      modes=config.backbones.fno_modes))
   out["verdicts"] = verdicts(res)
-  with open(_OUT.value, "w") as f:
+  with open(_json_path(), "w") as f:
     json.dump(out, f, indent=1)
-  _write_readme(table(res) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.")
+  _write_readme(table(res) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.", marker)
 
 
-def _write_readme(text: str):
+def _write_readme(text: str, marker: str):
   print(text)
   if _README.value:
     with open(_README.value) as f:
       readme = f.read()
     with open(_README.value, "w") as f:
-      f.write(re.sub(r"(<!-- controls:begin -->\n).*?(\n<!-- controls:end -->)",
+      f.write(re.sub(rf"(<!-- {marker}:begin -->\n).*?(\n<!-- {marker}:end -->)",
                      lambda m: m.group(1) + text + m.group(2), readme, flags=re.S))
 
 
