@@ -177,6 +177,9 @@ def table(res) -> str:
   for k, name in names.items():
     if k not in v:
       continue
+    if not v["delno_trains_worse"]:
+      lines.append(f"* {name}: not applicable (nothing to explain)")
+      continue
     ps = v[k]["pdes"]
     lines.append(f"* {name}: {'holds' if v[k]['holds'] else 'refuted'} "
                  f"(true on {len(ps)} of {len(v['delno_trains_worse'])}"
