@@ -1,11 +1,15 @@
 r"""Controls for del-NO's FNO cells: why does the FNO fit worse with derivative channels?
 
-    python -m experiments.del_no.controls [--json_out=experiments/del_no/controls.json] [--render_only]
+    python -m experiments.del_no.controls [--pdes=heat,burgers] [--variants=backbone,delno,...]
+    python -m experiments.del_no.controls --fno_size=paper --pdes=heat,burgers \
+        --variants=backbone,delno,zero_channels
+    python -m experiments.del_no.controls --render_only [--fno_size=paper]
 
 At the medium CPU scale (``configs/medium_cpu.py``: 64-point grid, 1000 pairs, 2000
-steps) del-NO's FNO has a *higher training loss* than the plain FNO on heat, Burgers
-and KdV (experiments/del_no/README.md). This trains, on the clean cells of the four 1-D
-PDEs with the medium config's data, seeds and schedule, the FNO under five variants:
+steps) del-NO's FNO has a *higher training loss* than the plain FNO on heat and Burgers
+(experiments/del_no/README.md). This trains, on the clean cells of the 1-D PDEs with the
+medium config's data, seeds and schedule, the FNO (the medium config's, or with
+``--fno_size=paper`` the full config's width 64, 4 layers, 16 modes) under six variants:
 
 * ``backbone``: the plain FNO, input (u, x);
 * ``delno``: del-NO as built, input (u, s_k D^{beta_k} u (GL, 16 taps), x);
@@ -21,8 +25,9 @@ PDEs with the medium config's data, seeds and schedule, the FNO under five varia
   from 0 (added after the first five had run; declared before its own run).
 
 The hypotheses and what each outcome would mean are declared in the README ("Controls:
-the FNO cells"), written before the first run. Writes a JSON and the README table
-between the controls markers.
+the FNO cells" and "At the paper's FNO size"), each written before its run. Writes a
+JSON (controls.json, controls_paper_fno.json) and the README table between the matching
+markers.
 """
 
 from __future__ import annotations
@@ -107,9 +112,7 @@ def run_variant(config, variant, pde, inputs, mesh):
   return rec
 
 
-def _ms(v):
-  v = np.asarray(v, np.float64)
-  return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size))
+_ms = ex._mean_se  # pylint: disable=protected-access
 
 
 def _worse(a, b) -> bool:
