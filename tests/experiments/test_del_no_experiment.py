@@ -112,6 +112,8 @@ def test_controls_variants_and_declared_readings():
   zs, _ = controls.make_variant("zero_scale", config, 2)
   q = zs.init(jax.random.key(0), x)
   np.testing.assert_array_equal(q["params"]["scale"], 0.0)
+  # The paired comparison rests on this: same seed, same backbone initialisation.
+  jax.tree.map(np.testing.assert_array_equal, p["params"]["backbone"], q["params"]["backbone"])
   _, opt = controls.make_variant("frozen_orders", config, 2)
   upd, _ = opt.update(jax.tree.map(jnp.ones_like, q), opt.init(q), q)
   np.testing.assert_array_equal(upd["params"]["beta"], 0.0)
