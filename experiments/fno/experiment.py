@@ -62,6 +62,18 @@ def load_data(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict) 
                   generate=config.generate_data)
 
 
+def coupled_decay(weight_decay: float, batch_size: int) -> float:
+  """The coupled L2 on our batch-*mean* loss that equals the original's on its batch *sum*.
+
+  The original scripts minimise ``LpLoss(size_average=False)``, the relative L2 summed
+  over the batch, with ``torch.optim.Adam(weight_decay=wd)``, which adds ``wd * w`` to
+  that sum's gradient. Adam is invariant to the scale of its input (up to its epsilon),
+  so ``B * g_mean + wd * w`` and ``g_mean + (wd / B) * w`` give the same update: on the
+  mean loss the original's decay is ``wd / B`` (tested in tests/experiments/test_fno_experiment.py).
+  """
+  return weight_decay / batch_size
+
+
 def train_run(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict, workdir: str,
               mesh: jax.sharding.Mesh, data: pde.Split, stop_after: int | None = None):
   """Trains one FNO; returns (final params, model, input normaliser, output normaliser)."""
@@ -73,8 +85,8 @@ def train_run(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict, 
   num_steps = rc.epochs * steps_per_epoch
   schedule = optax.exponential_decay(rc.learning_rate, rc.decay_every_epochs * steps_per_epoch,
                                      0.5, staircase=True)
-  optimizer = optax.chain(optax.add_decayed_weights(rc.weight_decay), optax.scale_by_adam(),
-                          optax.scale_by_learning_rate(schedule))
+  optimizer = optax.chain(optax.add_decayed_weights(coupled_decay(rc.weight_decay, rc.batch_size)),
+                          optax.scale_by_adam(), optax.scale_by_learning_rate(schedule))
 
   def loss_fn(params, batch, key):
     del key  # the FNO is deterministic
