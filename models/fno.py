@@ -170,6 +170,23 @@ class FNO(nn.Module):
   padding: int = 0  # zeros appended to each spatial axis (non-periodic domains)
   spectral_method: str = "dft"  # "dft" (kept modes by matmul) or "fft"; same operator
   squeeze_output: bool = True  # drop a trailing output axis of size 1
+  layer_init: str = "flax"  # pointwise layers: "flax" (LeCun normal, zero bias) or "torch" (see below)
+
+  def _dense(self, features: int, fan_in: int, name: str) -> nn.Dense:
+    """A pointwise layer; ``layer_init="torch"`` draws as PyTorch's nn.Linear / 1x1 Conv default.
+
+    PyTorch's default (Kaiming uniform with a = sqrt(5)) is U(-b, b) with b = 1/sqrt(fan_in)
+    for the kernel, and the same for the bias: a third of LeCun normal's variance, and
+    nonzero biases.
+    """
+    if self.layer_init == "flax":
+      return nn.Dense(features, name=name)
+    if self.layer_init != "torch":
+      raise ValueError(f"layer_init must be 'flax' or 'torch', got {self.layer_init!r}")
+    b = 1.0 / np.sqrt(fan_in)
+    uniform = lambda key, shape, dtype=jnp.float32: jax.random.uniform(  # noqa: E731
+        key, shape, dtype, -b, b)
+    return nn.Dense(features, kernel_init=uniform, bias_init=uniform, name=name)
 
   @nn.compact
   def __call__(self, a: jax.Array) -> jax.Array:
@@ -178,16 +195,16 @@ class FNO(nn.Module):
     spatial = a.shape[1:-1]
     coords = jnp.broadcast_to(_grid.coordinates(spatial, a.dtype),
                               a.shape[:1] + spatial + (d,))
-    x = nn.Dense(self.width, name="lift")(jnp.concatenate([a, coords], axis=-1))
+    x = self._dense(self.width, a.shape[-1] + d, "lift")(jnp.concatenate([a, coords], axis=-1))
     if self.padding:
       x = jnp.pad(x, [(0, 0)] + [(0, self.padding)] * d + [(0, 0)])
     for layer in range(self.depth):
       y = SpectralConv(self.width, tuple(self.modes), self.spectral_method,
                        name=f"spectral_{layer}")(x)
-      y = y + nn.Dense(self.width, name=f"pointwise_{layer}")(x)
+      y = y + self._dense(self.width, self.width, f"pointwise_{layer}")(x)
       x = nn.gelu(y, approximate=False) if layer < self.depth - 1 else y
     if self.padding:
       x = x[(slice(None),) + tuple(slice(0, s) for s in spatial)]
-    x = nn.gelu(nn.Dense(self.projection, name="project_hidden")(x), approximate=False)
-    x = nn.Dense(self.out_features, name="project_out")(x)
+    x = nn.gelu(self._dense(self.projection, self.width, "project_hidden")(x), approximate=False)
+    x = self._dense(self.out_features, self.projection, "project_out")(x)
     return x[..., 0] if self.squeeze_output and self.out_features == 1 else x

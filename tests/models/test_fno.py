@@ -65,3 +65,20 @@ def test_bad_input():
     fno.FNO(modes=(4,)).init(jax.random.key(0), jnp.ones((1, 16, 16, 2, 2)))
   with pytest.raises(ValueError):
     fno.SpectralConv(4, (4,), "wavelet").init(jax.random.key(0), jnp.ones((1, 16, 2)))
+
+
+def test_torch_layer_init_draws_as_pytorch_defaults():
+  """layer_init="torch": kernels and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as nn.Linear."""
+  model = fno.FNO(modes=(4,), width=64, projection=128, layer_init="torch")
+  p = model.init(jax.random.key(0), jnp.zeros((1, 16)))["params"]
+  for name, fan_in in (("lift", 2), ("pointwise_0", 64), ("project_hidden", 64),
+                       ("project_out", 128)):
+    for leaf in ("kernel", "bias"):
+      w = np.asarray(p[name][leaf])
+      assert np.abs(w).max() <= 1 / np.sqrt(fan_in) + 1e-7
+    w = np.asarray(p[name]["kernel"])
+    if w.size >= 1000:  # the variance of U(-b, b) is b^2 / 3
+      np.testing.assert_allclose(w.var(), 1 / (3 * fan_in), rtol=0.1)
+  assert np.abs(np.asarray(p["pointwise_0"]["bias"])).max() > 0
+  with pytest.raises(ValueError, match="layer_init"):
+    fno.FNO(modes=(4,), layer_init="kaiming").init(jax.random.key(0), jnp.zeros((1, 16)))
