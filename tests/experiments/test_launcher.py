@@ -161,8 +161,13 @@ def test_two_processes_match_one(tmp_path, env_for):
   assert all(p.returncode == 0 for p in procs), outs[0][-3000:] + outs[1][-3000:]
   assert "process 1/2, 2 local / 4 global devices" in outs[1]
   a, b = _final_params(single, NUM_STEPS), _final_params(multi, NUM_STEPS)
+  # The two layouts sum the gradients in different orders (gloo across processes), so they
+  # agree up to rounding, which Adam can amplify: an entry whose gradient is at rounding
+  # level still moves by up to lr = 1e-3 a step, in a direction the rounding picks. With
+  # the PyTorch-default init the largest gap after 60 steps is 4.9e-6 (0.5% of one step)
+  # on 14 of 2048 spectral weights (with Flax's init, under 1e-6): atol 1e-5 is 1% of a step.
   jax.tree.map(lambda x, y: np.testing.assert_allclose(np.asarray(x), np.asarray(y),
-                                                       rtol=1e-5, atol=1e-6), a, b)
+                                                       rtol=1e-5, atol=1e-5), a, b)
   ms = json.loads((single / "results.json").read_text())["metrics"]
   mm = json.loads((multi / "results.json").read_text())["metrics"]
   np.testing.assert_allclose(mm["burgers_rel_l2"], ms["burgers_rel_l2"], rtol=1e-4)

@@ -9,8 +9,8 @@ halved every 100 epochs, coupled weight decay 1e-4), 4 Fourier layers, 16 modes,
 64. One departure: the data are solved on a 1024-point grid (as in the quick config),
 not the released data's 8192, and subsampled to 256.
 
-Hardware and time: 2 CPU cores, no accelerator; see experiments/fno/README.md for the
-measured wall time. Darcy is left out: at s=85 its 25,000 steps take about a day here.
+Hardware and time: 2 CPU cores, no accelerator: 848 s wall (measured 2026-12-03; the
+two earlier runs in experiments/fno/README.md took 737 and 757 s). Darcy is left out: at s=85 its 25,000 steps take about a day here.
 """
 
 import ml_collections

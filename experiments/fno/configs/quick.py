@@ -27,7 +27,7 @@ def run_config(**overrides) -> ml_collections.ConfigDict:
   c.projection = 128  # hidden width of the projection Q
   c.padding = 0  # zeros appended per spatial axis (non-periodic domains)
   c.normalize = False  # pointwise Gaussian normalisation of input and output (Darcy)
-  c.layer_init = "flax"  # pointwise layers' init: "flax" (LeCun normal) or "torch" (the original's)
+  c.layer_init = "torch"  # pointwise layers' init: "torch" (the original's PyTorch default) or "flax"
   c.epochs = 500  # passes over the training set
   c.batch_size = 20  # global batch (divides by the 'data' mesh axis)
   c.learning_rate = 1e-3  # Adam step size
