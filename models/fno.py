@@ -19,8 +19,9 @@ Burgers at the paper's training budget. Concretely:
 * 2D keeps both the lowest positive and negative frequencies of the first axis
   (two weight tensors), as the original;
 * spectral weights are initialised ``U[0, 1/(c_in c_out))`` in real and imaginary
-  parts, as the original; pointwise layers use Flax's default (LeCun normal),
-  where the original used PyTorch's default conv init;
+  parts, as the original; pointwise layers use Flax's default (LeCun normal, zero
+  bias) unless ``layer_init="torch"``, which draws as the original's PyTorch
+  defaults (the FNO experiment's configs set it);
 * ``padding`` appends zeros at the end of each spatial axis before the Fourier
   layers and crops them after, for non-periodic domains (the original 2D script
   pads by 9 for Darcy; 1D Burgers is periodic, no padding).

@@ -51,7 +51,7 @@ class Normalizer:
 
 def make_model(rc: ml_collections.ConfigDict) -> fno.FNO:
   return fno.FNO(modes=tuple(rc.modes), width=rc.width, projection=rc.projection,
-                 padding=rc.padding, layer_init=rc.get("layer_init", "flax"))
+                 padding=rc.padding, layer_init=rc.layer_init)
 
 
 def load_data(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict) -> pde.Split:
