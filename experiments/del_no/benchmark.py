@@ -58,5 +58,6 @@ def main(argv):
     print(f"| {name} | {1e3 * t_base:.2f} | {1e3 * t_gl:.2f} | {100 * (t_gl / t_base - 1):+.0f}% "
           f"| {sp} |")
 
+
 if __name__ == "__main__":
   app.run(main)

@@ -69,9 +69,18 @@ def coupled_decay(weight_decay: float, batch_size: int) -> float:
   over the batch, with ``torch.optim.Adam(weight_decay=wd)``, which adds ``wd * w`` to
   that sum's gradient. Adam is invariant to the scale of its input (up to its epsilon),
   so ``B * g_mean + wd * w`` and ``g_mean + (wd / B) * w`` give the same update: on the
-  mean loss the original's decay is ``wd / B`` (tested in tests/experiments/test_fno_experiment.py).
+  mean loss the original's decay is ``wd / B`` (`make_optimizer` is tested in tests/experiments/test_fno_experiment.py).
   """
   return weight_decay / batch_size
+
+
+def make_optimizer(rc: ml_collections.ConfigDict) -> optax.GradientTransformation:
+  """The original's optimizer: Adam with coupled L2, the rate halved every ``decay_every_epochs``."""
+  steps_per_epoch = rc.n_train // rc.batch_size
+  schedule = optax.exponential_decay(rc.learning_rate, rc.decay_every_epochs * steps_per_epoch,
+                                     0.5, staircase=True)
+  return optax.chain(optax.add_decayed_weights(coupled_decay(rc.weight_decay, rc.batch_size)),
+                     optax.scale_by_adam(), optax.scale_by_learning_rate(schedule))
 
 
 def train_run(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict, workdir: str,
@@ -83,10 +92,7 @@ def train_run(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict, 
   y_mean, y_std = jnp.asarray(yn.mean), jnp.asarray(yn.std)
   steps_per_epoch = rc.n_train // rc.batch_size
   num_steps = rc.epochs * steps_per_epoch
-  schedule = optax.exponential_decay(rc.learning_rate, rc.decay_every_epochs * steps_per_epoch,
-                                     0.5, staircase=True)
-  optimizer = optax.chain(optax.add_decayed_weights(coupled_decay(rc.weight_decay, rc.batch_size)),
-                          optax.scale_by_adam(), optax.scale_by_learning_rate(schedule))
+  optimizer = make_optimizer(rc)
 
   def loss_fn(params, batch, key):
     del key  # the FNO is deterministic
