@@ -69,7 +69,8 @@ def coupled_decay(weight_decay: float, batch_size: int) -> float:
   over the batch, with ``torch.optim.Adam(weight_decay=wd)``, which adds ``wd * w`` to
   that sum's gradient. Adam is invariant to the scale of its input (up to its epsilon),
   so ``B * g_mean + wd * w`` and ``g_mean + (wd / B) * w`` give the same update: on the
-  mean loss the original's decay is ``wd / B`` (`make_optimizer` is tested in tests/experiments/test_fno_experiment.py).
+  mean loss the original's decay is ``wd / B`` (:func:`make_optimizer` is tested against
+  torch's Adam in tests/experiments/test_fno_experiment.py).
   """
   return weight_decay / batch_size
 
