@@ -10,7 +10,7 @@ WORKERS ?= 2
 
 install: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n $(WORKERS) tests
 
 reproduce: $(STAMP)
-	$(PY) -m experiments.reproduce --papers=all --scale=quick --out=results
+	$(PY) -m reprojax.experiments.reproduce --papers=all --scale=quick --out=results
 
 clean:
 	rm -rf .work build *.egg-info

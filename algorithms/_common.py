@@ -6,8 +6,9 @@ saying what was expected and what came. Shape and dtype checks run always
 concrete arrays and are skipped for tracers, so a jitted caller validates once
 outside the jitted region if it wants them.
 
-Every ``algorithms/<slug>/__init__.py`` exposes ``EXAMPLES``: a tuple of
-:class:`Example`, which ``tests/test_common.py`` checks all alike (jit without a
+Every ``algorithms/<slug>/__init__.py`` exposes ``examples()``: a tuple of
+:class:`Example` built on call (in ``_examples.py``, so importing a paper does no
+JAX work), which ``tests/test_common.py`` checks all alike (jit without a
 recompile on the second call, finite outputs, vmapped equals looped, bad input
 raises ``ValueError``).
 """

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from data import paths
+from reprojax.data import paths
 
 KINETIC_FILES = ("Kinetic.npy", "Kinetic_missing.npy")
 

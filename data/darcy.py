@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 
-from data import grf
+from reprojax.data import grf
 
 
 def solve(a_SxS: np.ndarray, f_SxS: np.ndarray | float = 1.0) -> np.ndarray:

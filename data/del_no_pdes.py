@@ -1,7 +1,7 @@
 """The del-NO paper's extra 1-D PDE datasets, one per PDE order m, as tfds builders; and input noise.
 
 All on the unit circle x in [0, 1), from the FNO Burgers input distribution
-a = u(., 0) ~ N(0, 625 (-Laplacian + 25 I)^-2) (:func:`data.grf.periodic_grf_1d`),
+a = u(., 0) ~ N(0, 625 (-Laplacian + 25 I)^-2) (:func:`reprojax.data.grf.periodic_grf_1d`),
 mapping a -> u(., T):
 
 * ``advection`` (m = 1): u_t + c u_x = 0, c = 1, T = 0.3; exact: a shifted by c T
@@ -12,7 +12,7 @@ mapping a -> u(., T):
   by ETDRK4 (Cox & Matthews 2002; Kassam & Trefethen 2005) in Fourier space,
   the dispersion treated exactly (L = i delta (2 pi k)^3), 2/3-rule dealiasing.
 
-Burgers (m = 2) and Darcy come from :mod:`data.pde`. :func:`load` serves all of
+Burgers (m = 2) and Darcy come from :mod:`reprojax.data.pde`. :func:`load` serves all of
 them by name. :func:`add_noise` corrupts inputs with Gaussian noise of relative
 level sigma (per sample: sigma times the sample's RMS).
 
@@ -30,9 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from data import burgers
-from data import paths
-from data import pde
+from reprojax.data import burgers
+from reprojax.data import paths
+from reprojax.data import pde
 
 PDE_ORDER = {"advection": 1, "heat": 2, "burgers": 2, "darcy": 2, "kdv": 3}
 
@@ -65,7 +65,7 @@ def kdv(u0_NxS: jax.Array, *, delta: float = KDV_DELTA, t_final: float = KDV_T,
   """KdV u_t + u u_x + delta u_xxx = 0 from ``u0_NxS`` to ``t_final`` by ETDRK4 (periodic, [0, 1)).
 
   ``u_xxx`` has symbol (i k)^3 = -i k^3, so ``-delta u_xxx`` is L = i delta k^3
-  (purely dispersive), integrated by the shared solver of :mod:`data.burgers`.
+  (purely dispersive), integrated by the shared solver of :mod:`reprojax.data.burgers`.
   """
   return burgers.solve_conservative(u0_NxS, lambda k: 1j * delta * k**3, t_final=t_final,
                                     num_steps=num_steps)

@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import special
 
-from algorithms import ising_aggregation as ia
-from data import paths
+from reprojax.algorithms import ising_aggregation as ia
+from reprojax.data import paths
 
 
 class Judged(NamedTuple):

@@ -2,7 +2,7 @@
 
 Each dataset is a ``tfds.core.GeneratorBasedBuilder`` whose builder config fixes
 the resolution, the sample counts and the seed, so a dataset is generated once
-per configuration under :func:`data.paths.generated_dir` (array_record files; no
+per configuration under :func:`reprojax.data.paths.generated_dir` (array_record files; no
 TensorFlow needed) and read back as numpy arrays by :func:`load`.
 
 * ``burgers``: a ~ periodic GRF N(0, sigma^2 (-Laplacian + tau^2 I)^-alpha) -> u(., T=1)
@@ -16,7 +16,7 @@ TensorFlow needed) and read back as numpy arrays by :func:`load`.
 
 Example::
 
-    from data import pde
+    from reprojax.data import pde
     ds = pde.load("burgers", resolution=256, n_train=512, n_test=128)
     ds.x_train.shape  # (512, 256)
 """
@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import sys
 import time
@@ -31,12 +32,13 @@ from typing import NamedTuple
 
 import jax
 import numpy as np
+from etils import epath
 import tensorflow_datasets as tfds
 
-from data import burgers
-from data import darcy
-from data import grf
-from data import paths
+from reprojax.data import burgers
+from reprojax.data import darcy
+from reprojax.data import grf
+from reprojax.data import paths
 
 
 @dataclasses.dataclass
@@ -94,6 +96,14 @@ class PDEBuilder(tfds.core.GeneratorBasedBuilder):
   VERSION = tfds.core.Version("1.0.0")
   RELEASE_NOTES = {"1.0.0": "First generated release."}
   CHUNK = 64
+
+  @tfds.core.utils.classproperty
+  @classmethod
+  def code_path(cls) -> epath.Path:
+    """The builder's own file. tfds's default asks ``importlib.resources`` for the
+    top-level package, and ``reprojax`` is a namespace package: in an editable
+    install it has no directory, and tfds fails with ``NotADirectoryError``."""
+    return epath.Path(inspect.getfile(cls))
 
   def _info(self) -> tfds.core.DatasetInfo:
     shape = self._grid()

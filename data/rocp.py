@@ -3,7 +3,7 @@
 * :func:`load_breast_cancer`: the Wisconsin diagnostic breast cancer set (569
   patients, 30 features) that ships inside scikit-learn, or the same CSV from a
   folder. Labels: 0 = benign (mild), 1 = malignant (severe).
-* :func:`medical_task`: trains :class:`models.mlp_classifier.MLPClassifier` on a
+* :func:`medical_task`: trains :class:`reprojax.models.mlp_classifier.MLPClassifier` on a
   training split and returns p(y|x) on the held-out pool that the experiments
   split into calibration and test sets.
 * :func:`hazard_benchmark`: three binary hazards (pedestrian, vehicle, debris;
@@ -33,8 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments import train
-from models.mlp_classifier import MLPClassifier
+from reprojax.experiments import train
+from reprojax.models.mlp_classifier import MLPClassifier
 
 MEDICAL_LABELS = ("benign", "malignant")
 MEDICAL_ACTIONS = ("discharge", "follow-up", "treat")

@@ -2,14 +2,14 @@
 
 A paper's ``main.py`` is three lines::
 
-    from experiments import launcher
-    from experiments.<slug> import experiment
+    from reprojax.experiments import launcher
+    from reprojax.experiments.<slug> import experiment
     if __name__ == "__main__":
       launcher.main(experiment.run, paper="<slug>")
 
 and is run as::
 
-    python -m experiments.<slug>.main --config=experiments/<slug>/configs/quick.py \
+    python -m reprojax.experiments.<slug>.main --config=experiments/<slug>/configs/quick.py \
         --workdir=/tmp/<slug> [--config.seed=1 --config.<field>=...]
 
 The launcher does the boilerplate once: the config file flag (locked, so a
@@ -37,7 +37,7 @@ import jax
 import ml_collections
 from ml_collections import config_flags
 
-from experiments import results as results_lib
+from reprojax.experiments import results as results_lib
 
 RunFn = Callable[[ml_collections.ConfigDict, str], results_lib.Outcome]
 

@@ -6,6 +6,8 @@ cores) and ``configs/full.py`` (the paper's scale; its docstring names the
 hardware and time it needs). Add the slug here last, once its tests pass.
 """
 
+import os
+
 PAPERS: tuple[str, ...] = (
     "fno",
     "rocp",
@@ -20,9 +22,9 @@ SCALES: tuple[str, ...] = ("quick", "full")
 
 
 def config_path(slug: str, scale: str) -> str:
-  """The config file of ``slug`` at ``scale``, relative to the repository root."""
+  """The config file of ``slug`` at ``scale`` (an absolute path: works from a wheel too)."""
   if slug not in PAPERS:
     raise ValueError(f"unknown paper {slug!r}; registered: {', '.join(PAPERS)}")
   if scale not in SCALES:
     raise ValueError(f"unknown scale {scale!r}; expected one of {SCALES}")
-  return f"experiments/{slug}/configs/{scale}.py"
+  return os.path.join(os.path.dirname(os.path.abspath(__file__)), slug, "configs", f"{scale}.py")

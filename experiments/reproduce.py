@@ -1,6 +1,6 @@
 r"""Runs every registered paper at one scale and regenerates ``results/``.
 
-    python -m experiments.reproduce --papers=all --scale=quick --out=results
+    python -m reprojax.experiments.reproduce --papers=all --scale=quick --out=results
 
 Each paper runs in its own process through its launcher (``experiments/<slug>/main.py``)
 on a fresh work folder, so one paper's failure (an exception, a crash, a timeout)
@@ -20,8 +20,8 @@ import time
 from absl import app
 from absl import flags
 
-from experiments import registry
-from experiments import results as results_lib
+from reprojax.experiments import registry
+from reprojax.experiments import results as results_lib
 
 _PAPERS = flags.DEFINE_string("papers", "all", "'all' or a comma-separated list of slugs.")
 _SCALE = flags.DEFINE_enum("scale", "quick", list(registry.SCALES), "Config scale to run.")
@@ -46,14 +46,14 @@ def run_paper(slug: str, scale: str, out: str, workroot: str, timeout_s: int,
   workdir = os.path.join(workroot, slug)
   if not resume and os.path.exists(workdir):
     shutil.rmtree(workdir)
-  cmd = [sys.executable, "-m", f"experiments.{slug}.main",
+  cmd = [sys.executable, "-m", f"reprojax.experiments.{slug}.main",
          f"--config={registry.config_path(slug, scale)}", f"--workdir={workdir}"]
   print(f"[reproduce] {slug}: {' '.join(cmd)}", flush=True)
   t0 = time.time()
   try:
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout_s)
-  except subprocess.TimeoutExpired as e:
+  except subprocess.TimeoutExpired:
     return f"timed out after {timeout_s} s"
   log = proc.stdout or ""
   os.makedirs(workdir, exist_ok=True)

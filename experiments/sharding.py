@@ -44,6 +44,11 @@ def make_mesh(axes: Mapping[str, int] | None = None, devices=None) -> Mesh:
   return Mesh(np.asarray(devices).reshape(sizes), tuple(axes))
 
 
+def config_mesh(config) -> Mesh:
+  """The mesh a run's config asks for (``config.mesh``: axis name -> size; -1 the rest)."""
+  return make_mesh(config.mesh.to_dict() if hasattr(config.mesh, "to_dict") else config.mesh)
+
+
 def data_sharding(mesh: Mesh) -> NamedSharding:
   """Leading (batch) dimension split over the ``data`` axis."""
   return NamedSharding(mesh, P(DATA))
@@ -65,17 +70,6 @@ def state_shardings(mesh: Mesh, abstract_state: Any) -> Any:
   """A pytree of ``NamedSharding`` matching ``abstract_state`` (arrays or ShapeDtypeStructs)."""
   return jax.tree.map(lambda x: NamedSharding(mesh, leaf_spec(tuple(np.shape(x)), mesh)),
                       abstract_state)
-
-
-def check_batch_size(global_batch: int, mesh: Mesh) -> None:
-  """A global batch must split evenly over the ``data`` axis."""
-  n = mesh.shape[DATA]
-  if global_batch % n:
-    options = sorted({m for m in ((global_batch // n) * n, (global_batch // n + 1) * n) if m > 0})
-    raise ValueError(
-        f"global batch size {global_batch} does not divide by the {n} devices of the "
-        f"'{DATA}' mesh axis: use a multiple of {n} ({' or '.join(map(str, options))}), "
-        f"or a mesh with fewer devices on '{DATA}'")
 
 
 def global_array(host_array: np.ndarray, sharding: NamedSharding) -> jax.Array:

@@ -2,8 +2,13 @@
 
 :func:`fit` trains ``params`` to minimise ``loss_fn`` over in-memory arrays:
 
+* ``loss_fn`` returns per-example values and the loop takes their mean over the
+  batch's real examples: a global batch that does not divide by the ``data`` axis
+  is padded (with copies of its first example) to the next multiple and the
+  padding masked out, so the run equals the unpadded one-device run (up to the
+  order of floating-point sums) on any mesh;
 * the step is ``jax.jit`` with ``NamedSharding`` in/out shardings from
-  :mod:`experiments.sharding` (batch on ``data``, state by the rule module) and
+  :mod:`reprojax.experiments.sharding` (batch on ``data``, state by the rule module) and
   donated state;
 * batch ``t`` is a deterministic function of ``(seed, t)`` (a per-epoch
   permutation), and the step key is ``fold_in(key, t)``, so a run restarted from
@@ -30,10 +35,11 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 
-from experiments import metrics as metrics_lib
-from experiments import sharding
+from reprojax.experiments import metrics as metrics_lib
+from reprojax.experiments import sharding
 
 Batch = tuple  # a tuple of arrays sharing the leading (example) dimension
+# (params, batch, key) -> (per-example loss (B,), {name: per-example value (B,)})
 LossFn = Callable[[Any, Batch, jax.Array], tuple[jax.Array, Mapping[str, jax.Array]]]
 
 
@@ -87,10 +93,12 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
       on the same folder resumes from the latest checkpoint.
     mesh: device mesh with a ``data`` axis.
     init_params: key -> parameters.
-    loss_fn: ``(params, batch, key) -> (scalar loss, {name: scalar})``.
+    loss_fn: ``(params, batch, key) -> (loss (B,), {name: (B,)})``, per example;
+      the optimised loss and the logged metrics are their means over the batch.
     optimizer: an optax transformation.
     train_arrays: host arrays with the same leading size n; batches slice them.
-    batch_size: global batch size (must divide by the ``data`` axis).
+    batch_size: global batch size; padded and masked up to a multiple of the
+      ``data`` axis when it does not divide it.
     num_steps: total optimizer steps.
     seed: drives initialisation, batch order and step keys.
     stop_after: stop (after checkpointing) once this many steps are done; for
@@ -98,7 +106,8 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
   """
   if num_steps < 1:
     raise ValueError(f"num_steps must be >= 1, got {num_steps}")
-  sharding.check_batch_size(batch_size, mesh)
+  if batch_size < 1:
+    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
   n = int(train_arrays[0].shape[0])
   if any(a.shape[0] != n for a in train_arrays):
     raise ValueError(f"train arrays disagree on the number of examples: "
@@ -117,15 +126,33 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
   data_sh = sharding.data_sharding(mesh)
   repl = sharding.replicated(mesh)
 
-  def train_step(state: TrainState, batch: Batch, key: jax.Array):
+  d = mesh.shape[sharding.DATA]
+  padded = -(-batch_size // d) * d
+  if padded != batch_size:
+    logging.info("global batch %d padded to %d for the %d-way 'data' axis (padding masked)",
+                 batch_size, padded, d)
+  mask = np.arange(padded) < batch_size  # (P,): the real examples of every batch
+
+  def mean_loss(params, batch, mask_P, key):
+    loss_P, aux = loss_fn(params, batch, key)
+    per_example = {"loss": loss_P, **aux}
+    for name, v in per_example.items():
+      if v.shape != (padded,):
+        raise ValueError(f"loss_fn must return per-example values of shape ({padded},); "
+                         f"{name!r} has shape {v.shape}")
+    means = {k: jnp.sum(jnp.where(mask_P, v, 0.0)) / batch_size for k, v in per_example.items()}
+    return means.pop("loss"), means
+
+  def train_step(state: TrainState, batch: Batch, mask_P: jax.Array, key: jax.Array):
     key = jax.random.fold_in(key, state.step)
-    (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch, key)
+    (loss, aux), grads = jax.value_and_grad(mean_loss, has_aux=True)(
+        state.params, batch, mask_P, key)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     out = {"loss": loss, **aux, "grad_norm": optax.global_norm(grads)}
     return TrainState(state.step + 1, params, opt_state), out
 
-  step_fn = jax.jit(train_step, in_shardings=(state_sh, data_sh, repl),
+  step_fn = jax.jit(train_step, in_shardings=(state_sh, data_sh, data_sh, repl),
                     out_shardings=(state_sh, repl), donate_argnums=(0,))
 
   with _quiet():
@@ -156,12 +183,14 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
     if step % log_every == 0 or step == num_steps:
       writer.write(step, host)
 
+  mask_P = sharding.global_array(mask, data_sh)
   pending = None
   try:
     for t in range(start, last):
       idx = batch_indices(seed, t, n, batch_size)
+      idx = np.concatenate([idx, np.repeat(idx[:1], padded - batch_size)])
       batch = tuple(sharding.global_array(a[idx], data_sh) for a in train_arrays)
-      state, out = step_fn(state, batch, step_key)
+      state, out = step_fn(state, batch, mask_P, step_key)
       if pending is not None:
         check(*pending)
       pending = (t + 1, out)

@@ -8,7 +8,7 @@ The orders ``beta_k`` and scales ``s_k`` are parameters trained with the backbon
 channels (the paper's K = 2, orders initialised at 1 and 2; K = 3 with 1, 2, 3 for
 KdV); 2-D inputs ``a_BxHxW`` get K channels per axis plus one mixed partial
 ``s_xy D_x^{a} D_y^{b} a`` whose two orders share one scale (K = 2: 5 channels).
-The derivative is :func:`algorithms.del_no.fractional_derivative`, GL by default
+The derivative is :func:`reprojax.algorithms.del_no.fractional_derivative`, GL by default
 with ``gl_terms=16`` and without the ``h^-beta`` factor (absorbed into ``s_k``).
 
 ``channel_gains`` (off by default) multiplies channel k by a constant c_k that is
@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from algorithms import del_no as del_no_lib
+from reprojax.algorithms import del_no as del_no_lib
 
 ORDER_PARAMS = ("beta", "beta_x", "beta_y", "beta_mixed")
 

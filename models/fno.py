@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import _grid
+from reprojax.models import _grid
 
 
 def _spectral_init(scale: float) -> Callable:

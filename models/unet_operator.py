@@ -22,7 +22,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from models import _grid
+from reprojax.models import _grid
 
 
 class UNetOperator(nn.Module):

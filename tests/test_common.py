@@ -1,4 +1,4 @@
-"""One common test over every paper's ``EXAMPLES`` (shared/STYLE.md, 16)."""
+"""One common test over every paper's registered examples (shared/STYLE.md, 16)."""
 
 import importlib
 import pkgutil
@@ -8,21 +8,28 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import algorithms
+from reprojax import algorithms
+
+SLUGS = tuple(i.name for i in pkgutil.iter_modules(algorithms.__path__)
+              if not i.name.startswith("_"))
 
 
 def _examples():
   out = []
-  for info in pkgutil.iter_modules(algorithms.__path__):
-    if info.name.startswith("_"):
-      continue
-    mod = importlib.import_module(f"algorithms.{info.name}")
-    for ex in getattr(mod, "EXAMPLES", ()):
-      out.append(pytest.param(ex, id=f"{info.name}.{ex.name}"))
+  for slug in SLUGS:
+    mod = importlib.import_module(f"reprojax.algorithms.{slug}")
+    for ex in mod.examples():
+      out.append(pytest.param(ex, id=f"{slug}.{ex.name}"))
   return out
 
 
 EXAMPLES = _examples()
+
+# Backend compilations seen by this process (one listener for the whole session).
+_COMPILES = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, *_, **__: _COMPILES.append(event)
+    if event == "/jax/core/compile/backend_compile_duration" else None)
 
 
 def _finite(tree):
@@ -55,3 +62,13 @@ def test_vmap_equals_loop(ex):
 def test_bad_input_raises(ex):
   with pytest.raises(ValueError):
     ex.fn(*ex.bad_args)
+
+
+@pytest.mark.parametrize("ex", EXAMPLES)
+def test_second_eager_call_does_not_compile(ex):
+  """Called as a notebook calls it (no outer jit), new values of the same shapes reuse the program."""
+  args0, args1 = ex.make_args(jax.random.key(3)), ex.make_args(jax.random.key(4))
+  jax.block_until_ready(ex.fn(*args0))
+  before = len(_COMPILES)
+  jax.block_until_ready(ex.fn(*args1))
+  assert len(_COMPILES) == before, f"{len(_COMPILES) - before} compilations on the second call"

@@ -3,37 +3,34 @@
 Masked CP (EM-ALS as tensorly's masked ``parafac``, and gradient), masked Tucker
 (EM-HOOI and gradient), biased (optionally non-negative) LFT on the observed
 entries, and ALFT, our reconstruction of the paper's aligned-mode constraint
-(see :mod:`algorithms.alft._alft`). Every fit is jitted, runs in ``lax.scan``
+(see :mod:`reprojax.algorithms.alft._alft`). Every fit is jitted, runs in ``lax.scan``
 and vmaps over initial parameters (seeds), masks (densities) and rank masks.
 
-    from algorithms import alft
+    from reprojax.algorithms import alft
     params, trace = alft.alft_als(y, train_mask, alft.init_alft(key, y.shape, 4, pairs=((1, 2),),
                                   bases=(w,)), (w,), pairs=((1, 2),))
 """
 
-import jax
-import jax.numpy as jnp
 
-from algorithms._common import Example
-from algorithms.alft._alft import ALFTParams
-from algorithms.alft._alft import alft_als
-from algorithms.alft._alft import alft_grad
-from algorithms.alft._alft import alft_predict
-from algorithms.alft._alft import init_alft
-from algorithms.alft._alft import integer_offset_basis
-from algorithms.alft._alft import offset_basis
-from algorithms.alft._alft import pair_component
-from algorithms.alft._cp import FitTrace
-from algorithms.alft._cp import cp_als
-from algorithms.alft._cp import cp_grad
-from algorithms.alft._cp import init_cp
-from algorithms.alft._tensor import cp_to_tensor
-from algorithms.alft._tensor import heldout_errors
-from algorithms.alft._tensor import rank_mask
-from algorithms.alft._tensor import tucker_to_tensor
-from algorithms.alft._tucker import init_tucker
-from algorithms.alft._tucker import tucker_als
-from algorithms.alft._tucker import tucker_grad
+from reprojax.algorithms.alft._alft import ALFTParams
+from reprojax.algorithms.alft._alft import alft_als
+from reprojax.algorithms.alft._alft import alft_grad
+from reprojax.algorithms.alft._alft import alft_predict
+from reprojax.algorithms.alft._alft import init_alft
+from reprojax.algorithms.alft._alft import integer_offset_basis
+from reprojax.algorithms.alft._alft import offset_basis
+from reprojax.algorithms.alft._alft import pair_component
+from reprojax.algorithms.alft._cp import FitTrace
+from reprojax.algorithms.alft._cp import cp_als
+from reprojax.algorithms.alft._cp import cp_grad
+from reprojax.algorithms.alft._cp import init_cp
+from reprojax.algorithms.alft._tensor import cp_to_tensor
+from reprojax.algorithms.alft._tensor import heldout_errors
+from reprojax.algorithms.alft._tensor import rank_mask
+from reprojax.algorithms.alft._tensor import tucker_to_tensor
+from reprojax.algorithms.alft._tucker import init_tucker
+from reprojax.algorithms.alft._tucker import tucker_als
+from reprojax.algorithms.alft._tucker import tucker_grad
 
 __all__ = [
     "ALFTParams", "FitTrace", "alft_als", "alft_grad", "alft_predict", "cp_als", "cp_grad",
@@ -42,64 +39,8 @@ __all__ = [
     "tucker_grad", "tucker_to_tensor",
 ]
 
-# ------------------------------------------------------------ registry examples
-_SHAPE = (5, 4, 3)
-_PAIRS = ((0, 1),)
-_BASIS = jnp.asarray(integer_offset_basis(5, 4), jnp.float32)
 
-
-def _data(key):
-  k1, k2, k3 = jax.random.split(key, 3)
-  y = cp_to_tensor(init_cp(k1, _SHAPE, 2))
-  mask = (jax.random.uniform(k2, _SHAPE) < 0.7).astype(jnp.float32).at[0, 0, 0].set(1.0)
-  return y, mask, k3
-
-
-def _cp_args(key):
-  y, mask, k = _data(key)
-  return y, mask, init_cp(k, _SHAPE, 2)
-
-
-def _tucker_args(key):
-  y, mask, k = _data(key)
-  core, factors = init_tucker(k, _SHAPE, (2, 2, 2))
-  return y, mask, core, factors
-
-
-def _alft_args(key):
-  y, mask, k = _data(key)
-  return y, mask, init_alft(k, _SHAPE, 2, pairs=_PAIRS, bases=(_BASIS,)), (_BASIS,)
-
-
-def _bad_cp():
-  y, _, k = _data(jax.random.key(0))
-  return y, jnp.ones((5, 4)), init_cp(k, _SHAPE, 2)  # mask shape differs from the tensor
-
-
-def _bad_alft():
-  y, _, k = _data(jax.random.key(0))
-  return (y, jnp.zeros(_SHAPE), init_alft(k, _SHAPE, 2, pairs=_PAIRS, bases=(_BASIS,)),
-          (_BASIS,))  # every entry missing
-
-
-def _bad_lft_cp():
-  y, mask, k = _data(jax.random.key(0))
-  return y.at[0, 0, 0].set(jnp.nan), mask, init_cp(k, _SHAPE, 2)  # non-finite observed value
-
-
-def _bad_tucker():
-  y, mask, k = _data(jax.random.key(0))
-  core, factors = init_tucker(k, _SHAPE, (2, 2, 2))
-  return y, mask, core, factors[:2]  # one factor short
-
-
-EXAMPLES = (
-    Example("cp_als", lambda y, m, f: cp_als(y, m, f, n_iter=5), _cp_args, _bad_cp()),
-    Example("cp_grad", lambda y, m, f: cp_grad(y, m, f, n_iter=5), _cp_args, _bad_lft_cp()),
-    Example("tucker_als", lambda y, m, c, f: tucker_als(y, m, c, f, n_iter=3), _tucker_args,
-            _bad_tucker()),
-    Example("alft_als", lambda y, m, p, b: alft_als(y, m, p, b, pairs=_PAIRS, n_iter=3),
-            _alft_args, _bad_alft()),
-    Example("alft_grad", lambda y, m, p, b: alft_grad(y, m, p, b, pairs=_PAIRS, n_iter=5),
-            _alft_args, _bad_alft()),
-)
+def examples():
+  """The examples of ``tests/test_common.py`` (a tuple of ``Example``), built on call."""
+  from reprojax.algorithms.alft import _examples  # pylint: disable=g-import-not-at-top
+  return _examples.EXAMPLES

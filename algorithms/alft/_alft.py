@@ -60,10 +60,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from algorithms import _common
-from algorithms import _linalg
-from algorithms.alft import _tensor as T
-from algorithms.alft._cp import FitTrace, _rmse, init_cp
+from reprojax.algorithms import _common
+from reprojax.algorithms import _linalg
+from reprojax.algorithms.alft import _tensor as T
+from reprojax.algorithms.alft._cp import FitTrace, _rmse, init_cp
 
 
 class ALFTParams(NamedTuple):

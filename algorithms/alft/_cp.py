@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from algorithms import _linalg
-from algorithms.alft import _tensor as T
+from reprojax.algorithms import _linalg
+from reprojax.algorithms.alft import _tensor as T
 
 
 class FitTrace(NamedTuple):

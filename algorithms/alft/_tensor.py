@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
+from reprojax.algorithms import _common
 
 
 def check_tensor_and_mask(y, mask, *, min_ndim: int = 2) -> None:

@@ -26,9 +26,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from algorithms import _linalg
-from algorithms.alft import _tensor as T
-from algorithms.alft._cp import FitTrace, _rmse
+from reprojax.algorithms import _linalg
+from reprojax.algorithms.alft import _tensor as T
+from reprojax.algorithms.alft._cp import FitTrace, _rmse
 
 
 def init_tucker(key: jax.Array, shape: Sequence[int], ranks: Sequence[int], scale: float = 1.0,

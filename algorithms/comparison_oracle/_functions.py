@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
+from reprojax.algorithms import _common
 
 
 def quadratic_quartic(A_NxN):

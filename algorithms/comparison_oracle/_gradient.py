@@ -40,7 +40,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from algorithms.comparison_oracle import _oracle
+from reprojax.algorithms.comparison_oracle import _oracle
 
 
 def gradient_queries(n: int, bits: int) -> int:

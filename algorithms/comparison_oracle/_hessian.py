@@ -48,10 +48,10 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from algorithms import _linalg
-from algorithms.comparison_oracle import _gradient
-from algorithms.comparison_oracle import _oracle
-from algorithms.comparison_oracle import _quantum
+from reprojax.algorithms import _linalg
+from reprojax.algorithms.comparison_oracle import _gradient
+from reprojax.algorithms.comparison_oracle import _oracle
+from reprojax.algorithms.comparison_oracle import _quantum
 
 
 def find_scale(oracle, state, x_N, g_hat_N, t_max, J: int = 24):

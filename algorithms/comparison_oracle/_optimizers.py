@@ -49,11 +49,11 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from algorithms import _linalg
-from algorithms.comparison_oracle import _gradient
-from algorithms.comparison_oracle import _hessian
-from algorithms.comparison_oracle import _oracle
-from algorithms.comparison_oracle import _quantum
+from reprojax.algorithms import _linalg
+from reprojax.algorithms.comparison_oracle import _gradient
+from reprojax.algorithms.comparison_oracle import _hessian
+from reprojax.algorithms.comparison_oracle import _oracle
+from reprojax.algorithms.comparison_oracle import _quantum
 
 
 class SecondOrderState(NamedTuple):

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
+from reprojax.algorithms import _common
 
 
 class OracleState(NamedTuple):

@@ -76,7 +76,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms.comparison_oracle import _oracle
+from reprojax.algorithms.comparison_oracle import _oracle
 
 
 class QuantumParams(NamedTuple):

@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
+from reprojax.algorithms import _common
 
 BETA_MAX = 4.0  # supported orders: 0 <= beta <= BETA_MAX
 METHODS = ("spectral", "gl")

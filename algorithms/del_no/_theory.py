@@ -40,7 +40,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
+from reprojax.algorithms import _common
 
 
 def _check(m, n, sigma, xi_c, xi_max, c_b, c_v):

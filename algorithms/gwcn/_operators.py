@@ -20,13 +20,13 @@ adjacency ``A`` (symmetric, zero diagonal, non-negative weights) and edge densit
   limit is ``W(x, y) / sqrt(d(x) d(y))`` with ``d(x) = int W(x, y) dy``; the
   added identity and the random degrees bias it when ``n rho_n`` stays bounded.
 
-Sparse operators are padded edge lists (:class:`models.gcn.SparseOperator`), the
+Sparse operators are padded edge lists (:class:`SparseOperator`), the
 padding being edges of weight 0. Validation (``ValueError``) rejects: indices
 out of range, negative or non-finite weights, self-loops and duplicated edges
 among the non-padding edges (both change the operator: a loop adds to the
 diagonal, a duplicate doubles an entry under ``segment_sum``), and a graph with
 no edge (its density is 0, so the stretched shift is undefined). Value checks
-run on concrete arrays only (see ``algorithms._common``).
+run on concrete arrays only (see ``reprojax.algorithms._common``).
 
 References:
   Kipf & Welling, ICLR 2017; Ruiz, Chamon & Ribeiro, NeurIPS 2020;
@@ -40,9 +40,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
-from models.gcn import SparseOperator
-from models.gcn import propagate
+from reprojax.algorithms import _common
+from reprojax.algorithms.gwcn._propagate import SparseOperator
+from reprojax.algorithms.gwcn._propagate import propagate
 
 __all__ = [
     "SparseOperator", "propagate", "validate_edges", "validate_adjacency",

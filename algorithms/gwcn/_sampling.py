@@ -33,8 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
-from algorithms.gwcn import _operators
+from reprojax.algorithms import _common
+from reprojax.algorithms.gwcn import _operators
 
 SCHEDULES = ("const", "n^-1/4", "n^-1/2", "logn/n", "1/n")
 

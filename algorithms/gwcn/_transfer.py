@@ -1,7 +1,7 @@
 r"""Transfer error between a GCN on a sampled graph and its graphon limit, and its bound.
 
 **Limit object.** For a graphon ``W`` on a latent probability space and a GCN
-with parameters ``theta`` (``models.gcn.GCN``), the limit network is the same
+with parameters ``theta`` (``reprojax.models.gcn.GCN``), the limit network is the same
 recursion with the integral operator ``(T_W f)(x) = int W(x, y) f(y) dmu(y)``
 (GWCN) or with the normalised kernel ``W(x, y) / sqrt(d(x) d(y))`` (c-GCN). We
 evaluate it by quadrature on ``N`` points ``v_a`` (weights ``1/N``) and read it
@@ -58,7 +58,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
+from reprojax.algorithms import _common
 
 
 def limit_shift(kernel_NxN: jax.Array, kernel_QxN: jax.Array, normalized: bool = False):

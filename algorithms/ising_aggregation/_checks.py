@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
+from reprojax.algorithms import _common
 
 MAX_EXACT_K = 20  # exact enumeration of {0,1}^K: 2^20 states is the limit
 

@@ -33,11 +33,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
-from algorithms import _linalg
-from algorithms.ising_aggregation import _checks
-from algorithms.ising_aggregation import _ising
-from algorithms.ising_aggregation import _voting
+from reprojax.algorithms import _common
+from reprojax.algorithms import _linalg
+from reprojax.algorithms.ising_aggregation import _checks
+from reprojax.algorithms.ising_aggregation import _ising
+from reprojax.algorithms.ising_aggregation import _voting
 
 
 class IsingParams(NamedTuple):

@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import _common
-from algorithms.ising_aggregation import _checks
+from reprojax.algorithms import _common
+from reprojax.algorithms.ising_aggregation import _checks
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from algorithms.ising_aggregation import _checks
+from reprojax.algorithms.ising_aggregation import _checks
 
 EPS = 1e-10  # probability floor of the Dawid-Skene M-step (as in crowd-kit)
 

@@ -30,16 +30,15 @@ References:
 
 from __future__ import annotations
 
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms.rocp import _optimal
-from algorithms.rocp import _risk
-from algorithms.rocp import _validate
-from algorithms.rocp._rocp import Prediction
+from reprojax.algorithms.rocp import _optimal
+from reprojax.algorithms.rocp import _risk
+from reprojax.algorithms.rocp import _validate
+from reprojax.algorithms.rocp._rocp import Prediction
 
 
 def _check(probs_cal, labels_cal, probs_test, loss_AxY, alpha):
@@ -195,14 +194,19 @@ def _raps(probs_cal, labels_cal, probs_test, loss_AxY, alpha, lam=0.01, k_reg=1)
   return _finish(_aps_like_sets(probs_test, q, lam, k_reg), loss_AxY, alpha, q)
 
 
+# One compiled program per (shapes, lam, k_reg): the hyperparameters are static, so
+# repeated calls reuse it (a partial built per call would recompile every time).
+_raps_jit = jax.jit(_raps, static_argnames=("lam", "k_reg"))
+
+
 def raps(probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha, lam: float = 0.01,
          k_reg: int = 1) -> Prediction:
   """Split conformal RAPS (deterministic, lambda = 0.01, k_reg = 1 as in the paper) + minimax."""
   _check(probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha)
   if not lam >= 0 or int(k_reg) < 0:
     raise ValueError(f"RAPS needs lam >= 0 and k_reg >= 0, got lam={lam}, k_reg={k_reg}")
-  fn = jax.jit(functools.partial(_raps, lam=float(lam), k_reg=int(k_reg)))
-  return fn(*map(_arr, (probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha)))
+  return _raps_jit(*map(_arr, (probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha)),
+                   lam=float(lam), k_reg=int(k_reg))
 
 
 # ---------------------------------------------------------------- RAC
@@ -237,14 +241,17 @@ def _rac(probs_cal, labels_cal, probs_test, loss_AxY, alpha, num_levels=200):
   return Prediction(sets, actions, level)
 
 
+_rac_jit = jax.jit(_rac, static_argnames=("num_levels",))
+
+
 def rac(probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha,
         num_levels: int = 200) -> Prediction:
   """Risk-averse calibration (our reading, see module docstring); ``beta`` holds the level t."""
   _check(probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha)
   if loss_AxY is None:
     raise ValueError("rac needs a loss matrix loss_AxY, got None")
-  fn = jax.jit(functools.partial(_rac, num_levels=int(num_levels)))
-  return fn(*map(_arr, (probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha)))
+  return _rac_jit(*map(_arr, (probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha)),
+                  num_levels=int(num_levels))
 
 
 # ---------------------------------------------------------------- best response

@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms.rocp import _risk
-from algorithms.rocp import _validate
+from reprojax.algorithms.rocp import _risk
+from reprojax.algorithms.rocp import _validate
 
 
 class DecisionMetrics(NamedTuple):

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms.rocp import _validate
+from reprojax.algorithms.rocp import _validate
 
 
 def _robust_risk(loss_AxY: jax.Array, in_set_Y: jax.Array, alpha: jax.Array) -> jax.Array:

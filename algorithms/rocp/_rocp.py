@@ -1,6 +1,6 @@
 r"""Public ROCP API: candidate sets, selector, calibration (full and global), oracle, predict.
 
-See :mod:`algorithms.rocp._optimal` for the derivation. All functions take
+See :mod:`reprojax.algorithms.rocp._optimal` for the derivation. All functions take
 model probabilities :math:`p(y|x)` as ``probs_NxY`` and a loss ``loss_AxY``; the
 calibration path is alpha-free, so one calibration serves a ``vmap`` over alpha
 levels, and everything ``vmap``s over seeds (splits).
@@ -18,9 +18,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms.rocp import _optimal
-from algorithms.rocp import _risk
-from algorithms.rocp import _validate
+from reprojax.algorithms.rocp import _optimal
+from reprojax.algorithms.rocp import _risk
+from reprojax.algorithms.rocp import _validate
 
 VARIANTS = ("full", "global")
 

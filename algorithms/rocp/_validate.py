@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from algorithms import _common
+from reprojax.algorithms import _common
 
 PROB_ATOL = 1e-3  # tolerance on sum_y p(y|x) = 1 (float32 softmax outputs drift by ~1e-6)
 

@@ -1,6 +1,6 @@
 r"""Time to a held-out RMSE: our jitted masked CP (EM-ALS) against tensorly's masked ``parafac``.
 
-    python -m experiments.alft.benchmark [--rank=4 --n_iter=150 --target_rmse=25]
+    python -m reprojax.experiments.alft.benchmark [--rank=4 --n_iter=150 --target_rmse=25]
 
 Both run the same algorithm (EM-ALS, no line search) on Kinetic with 20% of the
 observed entries held out (split seed 0), from the same random initial factors;
@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import alft
-from data import alft as dalft
+from reprojax.algorithms import alft
+from reprojax.data import alft as dalft
 
 _RANK = flags.DEFINE_integer("rank", 4, "CP rank.")
 _N_ITER = flags.DEFINE_integer("n_iter", 150, "EM-ALS sweeps of both fits.")

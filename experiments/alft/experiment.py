@@ -2,12 +2,12 @@
 
 Two parts (see README.md for what each claim means):
 
-1. Synthetic (:func:`data.alft.aligned_tensor`): tensors whose modes 0 and 1 are
+1. Synthetic (:func:`reprojax.data.alft.aligned_tensor`): tensors whose modes 0 and 1 are
    aligned ordered grids, and the unordered control (modes 0 and 1 randomly
    permuted). For every kind x seed x density (5% .. 60% observed) x rank, the
    fits of each method run as ONE vmapped call (kinds, seeds and densities
    batched and split over the mesh's ``data`` axis by
-   :func:`experiments.sharding.vmap_sharded`; ranks through rank masks, vmapped
+   :func:`reprojax.experiments.sharding.vmap_sharded`; ranks through rank masks, vmapped
    on each device), scored on all unobserved entries.
    tensorly's masked ``parafac`` runs at the planted rank in a Python loop.
 2. Kinetic (tensorly's fluorescence tensor): 20% of the observed entries held
@@ -19,23 +19,19 @@ Two parts (see README.md for what each claim means):
 
 from __future__ import annotations
 
-import os
 import time
 
 from absl import logging
 import jax
 import jax.numpy as jnp
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 
-from algorithms import alft  # noqa: E402
-from data import alft as dalft  # noqa: E402
-from experiments import sharding  # noqa: E402
-from experiments.results import Claim, Outcome  # noqa: E402
+from reprojax.algorithms import alft  # noqa: E402
+from reprojax.data import alft as dalft  # noqa: E402
+from reprojax.experiments import plotting
+from reprojax.experiments import sharding  # noqa: E402
+from reprojax.experiments.results import Claim, Outcome  # noqa: E402
 
 KINDS = ("aligned", "control")
 
@@ -75,7 +71,7 @@ def _fit_synthetic(config, y_B, tr_B, te_B, grid, mesh=None):
   ``method_val`` is ``method`` under the validated protocol (``config.validation``).
 
   The B tensors are independent replicas: each method is one call of
-  :func:`experiments.sharding.vmap_sharded` over them on ``mesh`` (default: every
+  :func:`reprojax.experiments.sharding.vmap_sharded` over them on ``mesh`` (default: every
   device on ``data``), with the ranks vmapped inside each replica.
   """
   c = config.synth
@@ -259,7 +255,7 @@ def _kinetic(config, mesh=None):
 def _plots(workdir, config, synth, tl_synth, grid, h_B, kin, kin_tl_issue):
   dens = np.asarray(config.densities)
   r_idx = list(config.ranks).index(config.synth.rank)
-  fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+  fig, axes = plotting.subplots(1, 2, figsize=(11, 4), sharey=True)
   for ki, (ax, kind) in enumerate(zip(axes, KINDS)):
     for name, (rmse, _) in synth.items():
       vals = [rmse[(grid[:, 0] == ki) & (grid[:, 2] == di), r_idx].mean() for di in range(dens.size)]
@@ -274,10 +270,9 @@ def _plots(workdir, config, synth, tl_synth, grid, h_B, kin, kin_tl_issue):
   axes[0].set_ylabel("held-out RMSE")
   axes[1].legend(fontsize=8)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "synthetic_rmse_vs_density.png"), dpi=120)
-  plt.close(fig)
+  plotting.save(fig, workdir, "synthetic_rmse_vs_density.png", dpi=120)
 
-  fig, ax = plt.subplots(figsize=(6, 3.5))
+  fig, ax = plotting.subplots(figsize=(6, 3.5))
   c = config.synth
   d = np.arange(-(c.size - 1), c.size)
   planted = np.where(d >= c.onset, c.aligned_scale * np.exp(-(d - c.onset) / c.decay), 0.0)
@@ -291,10 +286,9 @@ def _plots(workdir, config, synth, tl_synth, grid, h_B, kin, kin_tl_issue):
   ax.set_ylabel("h(d) / h(peak)")
   ax.legend(fontsize=7)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "synthetic_offset_function.png"), dpi=120)
-  plt.close(fig)
+  plotting.save(fig, workdir, "synthetic_offset_function.png", dpi=120)
 
-  fig, ax = plt.subplots(figsize=(7, 3.5))
+  fig, ax = plotting.subplots(figsize=(7, 3.5))
   names = list(kin)
   x = np.arange(len(names))
   ax.bar(x - 0.2, [kin[n][0] for n in names], 0.4, label="RMSE")
@@ -305,15 +299,14 @@ def _plots(workdir, config, synth, tl_synth, grid, h_B, kin, kin_tl_issue):
   ax.set_title(f"Kinetic, rank {config.kinetic.rank}, 20% held out (split seed {config.kinetic.split_seed})")
   ax.legend(fontsize=8)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "kinetic_heldout.png"), dpi=120)
-  plt.close(fig)
+  plotting.save(fig, workdir, "kinetic_heldout.png", dpi=120)
 
 
 # ------------------------------------------------------------------------ run
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
   t0 = time.time()
-  mesh = sharding.make_mesh(config.mesh.to_dict())
+  mesh = sharding.config_mesh(config)
   y_B, tr_B, te_B, grid = _synthetic_batch(config)
   synth, extra = _fit_synthetic(config, y_B, tr_B, te_B, grid, mesh)
   h_B = extra["h"]

@@ -1,7 +1,7 @@
 """Launcher entry of the ALFT experiments (see README.md and configs/)."""
 
-from experiments import launcher
-from experiments.alft import experiment
+from reprojax.experiments import launcher
+from reprojax.experiments.alft import experiment
 
 if __name__ == "__main__":
   launcher.main(experiment.run, paper="alft")

@@ -1,6 +1,6 @@
 r"""Benchmark: comparisons per second of the jitted estimators, and queries-to-eps against CMA-ES.
 
-    python -m experiments.comparison_oracle.benchmark [--eps=1e-3] [--quick]
+    python -m reprojax.experiments.comparison_oracle.benchmark [--eps=1e-3] [--quick]
 
 Prints two markdown tables (copied into README.md). Runs by hand, not in the tests.
 Float64. Timings exclude compilation (one warm-up call).
@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import comparison_oracle as co
-from experiments.comparison_oracle import experiment
+from reprojax.algorithms import comparison_oracle as co
+from reprojax.experiments.comparison_oracle import experiment
 
 _EPS = flags.DEFINE_float("eps", 1e-3, "Target ||grad f|| for the queries-to-eps table.")
 _QUICK = flags.DEFINE_bool("quick", False, "Smaller sizes (a smoke run).")
@@ -45,7 +45,7 @@ def estimator_table(ns, batch=64):
     g = jax.jit(lambda X: co.normalized_gradient_batch(
         oracle, co.init_state(jax.random.key(0)), X, 1e-5, bits))
     cps_g = _throughput(g, (X,), lambda o: o[1].count)
-    from algorithms.comparison_oracle import _hessian
+    from reprojax.algorithms.comparison_oracle import _hessian
 
     def hess(X):
       def one(x, k):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import time
 
 from absl import logging
@@ -19,9 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from algorithms import comparison_oracle as co
-from experiments import sharding
-from experiments.results import Claim, Outcome
+from reprojax.algorithms import comparison_oracle as co
+from reprojax.experiments import plotting
+from reprojax.experiments.common import fit_loglog
+from reprojax.experiments import sharding
+from reprojax.experiments.results import Claim, Outcome
 
 
 # ----------------------------------------------------------------------------- problem
@@ -128,14 +129,6 @@ def hard_queries(name: str, config, mesh=None):
   return T_B, np.asarray(eps_B), q, t, ok
 
 
-def fit_loglog(x, y):
-  """OLS of log y on log x: (slope, half-width of the 95% t-interval, intercept)."""
-  lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
-  res = stats.linregress(lx, ly)
-  df = max(len(lx) - 2, 1)
-  return float(res.slope), float(stats.t.ppf(0.975, df) * res.stderr), float(res.intercept)
-
-
 # ----------------------------------------------------------------------------- CMA-ES
 
 def cma_queries(f, monitor, x0, eps, seed, max_evals):
@@ -202,14 +195,11 @@ def hessian_scaling(n: int, config, mesh=None):
 
 def run(config, workdir: str) -> Outcome:
   jax.config.update("jax_enable_x64", True)
-  import matplotlib
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
 
   m = {}
   S = config.num_seeds
   tol = config.slope_tol
-  mesh = sharding.make_mesh(config.mesh.to_dict())
+  mesh = sharding.config_mesh(config)
 
   # n-scaling (ours, quantum) at eps_n; eps-scaling at n_eps in the same vmapped call.
   eps_grid = np.asarray(config.eps_grid, float)
@@ -412,7 +402,7 @@ def run(config, workdir: str) -> Outcome:
     m[f"cma_comparisons_n{n}"] = float(np.median(cp))
 
   # ------------------------------------------------------------------- plots
-  fig, ax = plt.subplots(1, 4, figsize=(21, 4.6))
+  fig, ax = plotting.subplots(1, 4, figsize=(21, 4.6))
   for name, color in (("ours", "C0"), ("quantum_sim", "C2")):
     ns = np.asarray(grids[name], float)
     meds = [m[f"{name}_queries_n{n}"] for n in grids[name]]
@@ -473,8 +463,7 @@ def run(config, workdir: str) -> Outcome:
             title=f"Hessian estimator: R^2 = {m['hessian_log_delta_r2']:.3f}")
   ax[2].legend(fontsize=8)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "query_scaling.png"), dpi=110)
-  plt.close(fig)
+  plotting.save(fig, workdir, "query_scaling.png", dpi=110)
 
   # ------------------------------------------------------------------- claims
   so, sq = m["ours_n_slope"], m["quantum_sim_n_slope"]

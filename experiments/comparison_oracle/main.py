@@ -1,7 +1,7 @@
 """Launcher of the comparison_oracle experiment (see README.md)."""
 
-from experiments import launcher
-from experiments.comparison_oracle import experiment
+from reprojax.experiments import launcher
+from reprojax.experiments.comparison_oracle import experiment
 
 if __name__ == "__main__":
   launcher.main(experiment.run, paper="comparison_oracle")

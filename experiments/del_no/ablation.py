@@ -1,11 +1,11 @@
 r"""Channel-scale ablation of del-NO: channels as built (s_k D^beta u, s_k = 1) vs unit-RMS channels.
 
-    python -m experiments.del_no.ablation [--out=experiments/del_no/ablation.json] [--readme=...]
+    python -m reprojax.experiments.del_no.ablation [--out=experiments/del_no/ablation.json] [--readme=...]
 
 Runs the quick config's 1-D cells (Burgers, KdV x FNO, DeepONet x clean/noisy; its
 seeds, data and 200 steps) and the alpha (spectral-content) sweep with
 ``channel_norm="none"`` (the default) and ``"rms"`` (a fixed 1/RMS factor per channel,
-see :func:`experiments.del_no.experiment.channel_gains`). The plain backbones are
+see :func:`reprojax.experiments.del_no.experiment.channel_gains`). The plain backbones are
 trained once. Each alpha of the sweep trains as its own group, so under ``"rms"`` it
 gets the channel constants of its own input law. Writes a JSON and replaces the
 table between the ablation markers of the README. About 3-4 minutes of CPU on 2 cores.
@@ -24,10 +24,10 @@ from absl import flags
 import numpy as np
 from scipy import stats
 
-from data import del_no_pdes
-from experiments import sharding
-from experiments.del_no import experiment as ex
-from experiments.del_no.configs import quick
+from reprojax.data import del_no_pdes
+from reprojax.experiments import sharding
+from reprojax.experiments.del_no import experiment as ex
+from reprojax.experiments.del_no.configs import quick
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _OUT = flags.DEFINE_string("out", os.path.join(_HERE, "ablation.json"), "JSON output path.")
@@ -151,7 +151,7 @@ def table(none, rms) -> str:
 def main(argv):
   del argv
   config = ablation_config()
-  mesh = sharding.make_mesh(config.mesh.to_dict())
+  mesh = sharding.config_mesh(config)
   inputs = ex._Inputs(config)  # pylint: disable=protected-access
   none, per_replica = run_mode(config, "none", inputs, mesh, None)
   base = {k: v for k, v in per_replica.items() if not k[0].orders}

@@ -1,7 +1,7 @@
 r"""Per-step training time of del-NO against its plain backbone, side by side (issue item 4).
 
-    python -m experiments.del_no.benchmark [--resolution=256 --batch=32 --repeats=20]
-    python -m experiments.del_no.benchmark --sizes=full --dims=2 --resolution=64 --batch=20
+    python -m reprojax.experiments.del_no.benchmark [--resolution=256 --batch=32 --repeats=20]
+    python -m reprojax.experiments.del_no.benchmark --sizes=full --dims=2 --resolution=64 --batch=20
 
 For each backbone (FNO, U-Net, DeepONet) times one jitted training step (forward,
 backward, optimizer update) of the backbone alone and of the same backbone with
@@ -18,10 +18,10 @@ from absl import flags
 import jax
 import jax.numpy as jnp
 
-from experiments.del_no import experiment
-from experiments.del_no.configs import full
-from experiments.del_no.configs import quick
-from models import del_no
+from reprojax.experiments.del_no import experiment
+from reprojax.experiments.del_no.configs import full
+from reprojax.experiments.del_no.configs import quick
+from reprojax.models import del_no
 
 _RES = flags.DEFINE_integer("resolution", 256, "grid points")
 _BATCH = flags.DEFINE_integer("batch", 32, "batch size")

@@ -1,9 +1,9 @@
 r"""Controls for del-NO's FNO cells: why does the FNO fit worse with derivative channels?
 
-    python -m experiments.del_no.controls [--pdes=heat,burgers] [--variants=backbone,delno,...]
-    python -m experiments.del_no.controls --fno_size=paper --pdes=heat,burgers \
+    python -m reprojax.experiments.del_no.controls [--pdes=heat,burgers] [--variants=backbone,delno,...]
+    python -m reprojax.experiments.del_no.controls --fno_size=paper --pdes=heat,burgers \
         --variants=backbone,delno,zero_channels
-    python -m experiments.del_no.controls --render_only [--fno_size=paper]
+    python -m reprojax.experiments.del_no.controls --render_only [--fno_size=paper]
 
 At the medium CPU scale (``configs/medium_cpu.py``: 64-point grid, 1000 pairs, 2000
 steps) del-NO's FNO has a *higher training loss* than the plain FNO on heat and Burgers
@@ -43,11 +43,11 @@ import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
-from data import del_no_pdes
-from experiments import sharding
-from experiments.del_no import experiment as ex
-from experiments.del_no.configs import medium_cpu
-from models import del_no
+from reprojax.data import del_no_pdes
+from reprojax.experiments import sharding
+from reprojax.experiments.del_no import experiment as ex
+from reprojax.experiments.del_no.configs import medium_cpu
+from reprojax.models import del_no
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _OUT = flags.DEFINE_string("json_out", None,
@@ -247,7 +247,7 @@ def main(argv):
   if unknown or not {"backbone", "delno"} <= set(variants):
     raise ValueError(f"--variants must include backbone and delno and name only {VARIANTS}; "
                      f"got {variants}")
-  mesh = sharding.make_mesh(config.mesh.to_dict())
+  mesh = sharding.config_mesh(config)
   inputs = ex._Inputs(config)  # pylint: disable=protected-access
   t0, c0 = time.perf_counter(), time.process_time()
   res = {pde: {v: run_variant(config, v, pde, inputs, mesh) for v in variants}

@@ -12,12 +12,11 @@ the backbone and of del-NO, mean and standard error over seeds; final training
 losses; the learned orders (2-D: per axis and the mixed partial); the per-step
 time of both. Sweeps (FNO del-NO on Burgers): the learned top order against the
 noise level sigma, the training-set size n and the input's spectral decay alpha,
-beside the closed-form optimum of :mod:`algorithms.del_no`.
+beside the closed-form optimum of :mod:`reprojax.algorithms.del_no`.
 """
 
 from __future__ import annotations
 
-import os
 import time
 import zlib
 from typing import Any, NamedTuple
@@ -26,25 +25,23 @@ from absl import logging
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import matplotlib
 import ml_collections
 import numpy as np
 import optax
 from scipy import stats
 
-from algorithms import del_no as del_no_lib
-from data import del_no_pdes
-from experiments import results
-from experiments import sharding
-from experiments.fno.experiment import Normalizer
-from experiments.fno.experiment import relative_l2
-from models import deeponet
-from models import del_no
-from models import fno
-from models import unet_operator
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend)
+from reprojax.algorithms import del_no as del_no_lib
+from reprojax.data import del_no_pdes
+from reprojax.experiments import plotting
+from reprojax.experiments import results
+from reprojax.experiments import sharding
+from reprojax.experiments import common
+from reprojax.experiments.common import Normalizer
+from reprojax.experiments.common import relative_l2
+from reprojax.models import deeponet
+from reprojax.models import del_no
+from reprojax.models import fno
+from reprojax.models import unet_operator
 
 
 def make_backbone(name: str, bc: ml_collections.ConfigDict, dims: int = 1,
@@ -230,13 +227,7 @@ def step_time(model, optimizer, x_BxS, y_BxS, replicas: int, repeats: int) -> fl
     return optax.apply_updates(p, upd), o
 
   f = jax.jit(jax.vmap(one))
-  jax.block_until_ready(f(params, opt_state, x, y))
-  times = []
-  for _ in range(repeats):
-    t0 = time.perf_counter()
-    jax.block_until_ready(f(params, opt_state, x, y))
-    times.append(time.perf_counter() - t0)
-  return float(np.median(times))
+  return common.median_seconds(lambda: f(params, opt_state, x, y), repeats)
 
 
 def _pde_sizes(config, pde: str) -> ml_collections.ConfigDict:
@@ -479,8 +470,8 @@ def sweep_results(config, per_replica, inputs: _Inputs) -> tuple[dict, dict]:
   return out, edges
 
 
-def _plot_grid(path, cells):
-  fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(cells)), 3.8))
+def _plot_grid(workdir, cells):
+  fig, ax = plotting.subplots(figsize=(max(6, 0.9 * len(cells)), 3.8))
   xs = np.arange(len(cells))
   ax.bar(xs - 0.2, [c["base"] for c in cells], 0.4, yerr=[c["base_se"] for c in cells],
          label="backbone")
@@ -491,8 +482,7 @@ def _plot_grid(path, cells):
   ax.set_yscale("log")
   ax.legend()
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  plotting.save(fig, workdir, "del_no_grid.png")
 
 
 _SWEEP_LABELS = {"sigma": "input noise sigma", "n": "training-set size n",
@@ -505,8 +495,8 @@ _SWEEP_CLAIMS = {
 }
 
 
-def _plot_sweeps(path, sweeps, m, theory):
-  fig, axes = plt.subplots(1, len(sweeps), figsize=(4.2 * len(sweeps), 3.4), squeeze=False)
+def _plot_sweeps(workdir, sweeps, m, theory):
+  fig, axes = plotting.subplots(1, len(sweeps), figsize=(4.2 * len(sweeps), 3.4), squeeze=False)
   for ax, (kind, (vals, top)) in zip(axes[0], sweeps.items()):
     ax.errorbar(vals, top.mean(1), yerr=top.std(1) / np.sqrt(top.shape[1]), marker="o",
                 label="learned top order")
@@ -520,8 +510,7 @@ def _plot_sweeps(path, sweeps, m, theory):
     ax.set_ylabel("learned beta")
     ax.legend(fontsize=7)
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  plotting.save(fig, workdir, "del_no_sweeps.png")
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
@@ -533,7 +522,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
       raise ValueError(f"{p}: n_train={sz.n_train} is below batch_size={sz.batch_size}")
   if config.sweep_pde == "darcy":
     raise ValueError("the sweeps run on a 1-D PDE (advection, heat, burgers or kdv), not darcy")
-  mesh = sharding.make_mesh(config.mesh.to_dict())
+  mesh = sharding.config_mesh(config)
   metrics: dict[str, Any] = {}
   inputs = _Inputs(config)
   per_replica, step_s = train_groups(config, requests(config), inputs, mesh)
@@ -602,7 +591,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
               f"Spearman {rho:+.2f}"),
         holds=bool(want * rho >= config.monotone_rho)))
   if jax.process_index() == 0:
-    _plot_grid(os.path.join(workdir, "del_no_grid.png"), cells)
+    _plot_grid(workdir, cells)
     if sweeps:
-      _plot_sweeps(os.path.join(workdir, "del_no_sweeps.png"), sweeps, m, theory)
+      _plot_sweeps(workdir, sweeps, m, theory)
   return results.Outcome(metrics=metrics, claims=claims)

@@ -1,7 +1,7 @@
 """The FNO reproduction: train the FNO on Burgers 1D and Darcy 2D, report relative L2 test error.
 
 Each entry of ``config.runs`` is one training run (one PDE at one resolution),
-trained with :func:`experiments.train.fit` in ``<workdir>/<run>/`` (so each run
+trained with :func:`reprojax.experiments.train.fit` in ``<workdir>/<run>/`` (so each run
 checkpoints and resumes on its own), then evaluated on the held-out pairs.
 """
 
@@ -13,40 +13,18 @@ from typing import Any
 from absl import logging
 import jax
 import jax.numpy as jnp
-import matplotlib
 import ml_collections
 import numpy as np
 import optax
 
-from data import pde
-from experiments import results
-from experiments import sharding
-from experiments import train
-from models import fno
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend)
-
-
-def relative_l2(pred_BxG: jax.Array, true_BxG: jax.Array) -> jax.Array:
-  """Per-example ||pred - true||_2 / ||true||_2 over all grid axes; shape (B,)."""
-  axes = tuple(range(1, true_BxG.ndim))
-  num = jnp.sqrt(jnp.sum((pred_BxG - true_BxG) ** 2, axis=axes))
-  return num / jnp.sqrt(jnp.sum(true_BxG**2, axis=axes))
-
-
-class Normalizer:
-  """Pointwise Gaussian normaliser fitted on the training set (the original's UnitGaussianNormalizer)."""
-
-  def __init__(self, x_NxG: np.ndarray, enabled: bool, eps: float = 1e-5):
-    self.mean = x_NxG.mean(0) if enabled else np.zeros(x_NxG.shape[1:], np.float32)
-    self.std = x_NxG.std(0) + eps if enabled else np.ones(x_NxG.shape[1:], np.float32)
-
-  def encode(self, x):
-    return (x - self.mean) / self.std
-
-  def decode(self, x):
-    return x * self.std + self.mean
+from reprojax.data import pde
+from reprojax.experiments import plotting
+from reprojax.experiments.common import Normalizer
+from reprojax.experiments.common import relative_l2
+from reprojax.experiments import results
+from reprojax.experiments import sharding
+from reprojax.experiments import train
+from reprojax.models import fno
 
 
 def make_model(rc: ml_collections.ConfigDict) -> fno.FNO:
@@ -99,7 +77,7 @@ def train_run(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict, 
     del key  # the FNO is deterministic
     x, y = batch
     pred = model.apply(params, x) * y_std + y_mean
-    return jnp.mean(relative_l2(pred, y)), {}
+    return relative_l2(pred, y), {}  # per example; fit averages the real ones
 
   x_train = xn.encode(data.x_train).astype(np.float32)
   state = train.fit(
@@ -123,10 +101,10 @@ def test_errors(params: Any, model: fno.FNO, xn: Normalizer, yn: Normalizer, dat
   return train.evaluate(per_example, params, (x_test, data.y_test), mesh, batch_size)
 
 
-def _plot(path: str, name: str, rc, data: pde.Split, pred: np.ndarray, err: float,
+def _plot(workdir: str, name: str, rc, data: pde.Split, pred: np.ndarray, err: float,
           curve: list[dict]) -> None:
   if rc.pde == "burgers":
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    fig, axes = plotting.subplots(1, 2, figsize=(10, 3.5))
     x = np.arange(rc.resolution) / rc.resolution
     axes[0].plot(x, data.x_test[0], label="u(x, 0) (input)", alpha=0.6)
     axes[0].plot(x, data.y_test[0], label="u(x, 1) (truth)")
@@ -134,7 +112,7 @@ def _plot(path: str, name: str, rc, data: pde.Split, pred: np.ndarray, err: floa
     axes[0].set_xlabel("x")
     axes[0].legend(fontsize=8)
   else:
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.5))
+    fig, axes = plotting.subplots(1, 4, figsize=(15, 3.5))
     for ax, img, title in zip(axes[:3], (data.x_test[0], data.y_test[0], pred),
                               ("coefficient a", "solution u", "FNO")):
       im = ax.imshow(np.asarray(img).T, origin="lower", extent=(0, 1, 0, 1))  # x right, y up
@@ -147,14 +125,14 @@ def _plot(path: str, name: str, rc, data: pde.Split, pred: np.ndarray, err: floa
   fig.suptitle(f"FNO {name}: s={rc.resolution}, n_train={rc.n_train}, test rel. L2 = {err:.4f} "
                f"(paper {rc.paper_rel_l2:.4f}, {rc.paper_setting})", fontsize=9)
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  plotting.save(fig, workdir, f"fno_{name}.png", dpi=110)
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
-  mesh = sharding.make_mesh(config.mesh.to_dict())
+  mesh = sharding.config_mesh(config)
   for name, rc in config.runs.items():  # validate everything before any work
-    sharding.check_batch_size(rc.batch_size, mesh)
+    if rc.batch_size < 1:
+      raise ValueError(f"runs.{name}: batch_size must be >= 1, got {rc.batch_size}")
     if rc.n_train < rc.batch_size:
       raise ValueError(f"runs.{name}: n_train={rc.n_train} is below batch_size={rc.batch_size}")
   metrics, claims = {}, []
@@ -172,7 +150,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
     if jax.process_index() == 0:
       pred = np.asarray(model.apply(params, xn.encode(data.x_test[:1]))[0]) * yn.std + yn.mean
       curve = [r for r in train.metrics_lib.MetricWriter(run_dir).read() if "loss" in r]
-      _plot(os.path.join(workdir, f"fno_{name}.png"), name, rc, data, pred, err, curve)
+      _plot(workdir, name, rc, data, pred, err, curve)
     claims.append(results.Claim(
         id=f"{name}_rel_l2",
         statement=f"FNO relative L2 test error on {rc.pde} ({rc.paper_setting})",

@@ -1,13 +1,13 @@
 r"""Benchmark: GWCN propagation over a graph of >= 1,000,000 edges, JAX vs scipy.sparse.
 
-    python -m experiments.gwcn.benchmark [--nodes=200000 --edges=1000000 --features=32]
+    python -m reprojax.experiments.gwcn.benchmark [--nodes=200000 --edges=1000000 --features=32]
 
 Builds a random simple undirected graph (``--edges`` undirected edges, both
 directions listed, so ``2 x edges`` operator entries), its GWCN shift
 ``S = A / (n rho_hat)``, and times ``S @ X`` for ``X`` of shape ``n x F``:
 
 * ``scipy``: ``scipy.sparse.csr_matrix @ X`` (float32, single thread);
-* ``jax segment_sum``: :func:`models.gcn.propagate` with one ``segment_sum``;
+* ``jax segment_sum``: :func:`reprojax.models.gwcn.propagate` with one ``segment_sum``;
 * ``jax chunked``: edges sorted by sender, padded, scatter-added in chunks
   (``edge_chunk``), the fast path on CPU.
 
@@ -26,8 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
-from algorithms import gwcn
-from models import gcn
+from reprojax.algorithms import gwcn
 
 _NODES = flags.DEFINE_integer("nodes", 200_000, "Number of nodes.")
 _EDGES = flags.DEFINE_integer("edges", 1_000_000, "Number of undirected edges (>= 1e6).")
@@ -70,9 +69,9 @@ def main(argv):
   w_np = np.asarray(op.weights_E)
   csr = scipy.sparse.csr_matrix((w_np, (receivers, senders)), shape=(n, n))
   s_sorted = gwcn.sort_edges(*op, by="sender")
-  op_chunked = gcn.SparseOperator(*gwcn.pad_edges(*s_sorted, _CHUNK.value))
-  plain = jax.jit(gcn.propagate)
-  chunked = jax.jit(lambda o, x: gcn.propagate(o, x, _CHUNK.value))
+  op_chunked = gwcn.SparseOperator(*gwcn.pad_edges(*s_sorted, _CHUNK.value))
+  plain = jax.jit(gwcn.propagate)
+  chunked = jax.jit(lambda o, x: gwcn.propagate(o, x, _CHUNK.value))
   print(f"graph: {n} nodes, {e} undirected edges ({senders.size} operator entries); "
         f"backend {jax.devices()[0].platform}, reps {_REPS.value}\n")
   print("| F | scipy.sparse csr @ X (s) | jax segment_sum (s) | jax chunked, sender-sorted (s) "

@@ -27,20 +27,19 @@ from absl import logging
 import jax
 import jax.numpy as jnp
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker
 import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from algorithms import gwcn  # noqa: E402
-from data import gwcn as gwcn_data  # noqa: E402
-from experiments import sharding  # noqa: E402
-from experiments import train  # noqa: E402
-from experiments.results import Claim  # noqa: E402
-from experiments.results import Outcome  # noqa: E402
-from models import gcn  # noqa: E402
+from reprojax.algorithms import gwcn  # noqa: E402
+from reprojax.data import gwcn as gwcn_data  # noqa: E402
+from reprojax.experiments import plotting
+from reprojax.experiments import sharding  # noqa: E402
+from reprojax.experiments import train  # noqa: E402
+from reprojax.experiments.results import Claim  # noqa: E402
+from reprojax.experiments.results import Outcome  # noqa: E402
+from reprojax.models import gcn  # noqa: E402
 
 _TAG = {"const": "const", "n^-1/4": "n-0.25", "n^-1/2": "n-0.5", "logn/n": "logn_n", "1/n": "1_n"}
 
@@ -104,7 +103,7 @@ def synthetic_errors(keys_R, rhos_R, params, quad_V, kernel_VV, *, n, graphon, m
   """:func:`_synthetic_one` over ``R`` replicas (graph keys and their ``rho``), split over ``data``.
 
   The replicas run ``batch`` at a time (``None``: all at once) through one
-  compiled :func:`experiments.sharding.vmap_sharded` call per batch shape;
+  compiled :func:`reprojax.experiments.sharding.vmap_sharded` call per batch shape;
   returns the per-replica dict of arrays, each of leading size ``R``.
   """
   fn = functools.partial(_synthetic_one, n=n, graphon=graphon, model=model, delta=delta)
@@ -284,9 +283,9 @@ def classification(config, key, mesh=None):
 # ============================================================== plots and claims
 
 def _plot_synthetic(syn, sweep, config, workdir):
-  fig, axes = plt.subplots(1, 4, figsize=(21, 4.5))
+  fig, axes = plotting.subplots(1, 4, figsize=(21, 4.5))
   sizes = np.asarray(config.sizes)
-  colors = plt.cm.viridis(np.linspace(0, 0.9, len(config.schedules)))
+  colors = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(config.schedules)))
   for s, c in zip(config.schedules, colors):
     for ax, key in ((axes[0], "err"), (axes[1], "readout_err")):
       g = [syn[s][n][f"gwcn_{key}"].mean() for n in sizes]
@@ -308,7 +307,7 @@ def _plot_synthetic(syn, sweep, config, workdir):
   axes[3].set_title(f"rho = c/n at n = {config.sizes[-1]}: error vs c = n rho")
   axes[3].set_xlabel("c = n rho")
   axes[3].set_xticks(cs, [f"{c:g}" for c in cs])
-  axes[3].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+  axes[3].xaxis.set_minor_formatter(ticker.NullFormatter())
   axes[3].legend(fontsize=7)
   axes[0].set_title("node-level relative transfer error")
   axes[1].set_title("readout (mean-pooled) relative transfer error")
@@ -318,12 +317,11 @@ def _plot_synthetic(syn, sweep, config, workdir):
   axes[0].legend(fontsize=6, ncol=2)
   axes[2].legend(fontsize=6, ncol=2)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "synthetic_transfer.png"), dpi=110)
-  plt.close(fig)
+  plotting.save(fig, workdir, "synthetic_transfer.png", dpi=110)
 
 
 def _plot_real(real, workdir, name):
-  fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+  fig, axes = plotting.subplots(1, 2, figsize=(11, 4.5))
   for scheme, e in real.items():
     m = e["m"]
     l, = axes[0].loglog(m, e["density"], "o-", label=f"{scheme} (best fit {e['fits']['best']})")
@@ -341,13 +339,12 @@ def _plot_real(real, workdir, name):
     ax.set_xlabel("subgraph size m")
     ax.legend(fontsize=7)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "real_graph.png"), dpi=110)
-  plt.close(fig)
+  plotting.save(fig, workdir, "real_graph.png", dpi=110)
 
 
 def _plot_cls(cls, workdir):
   ms = np.asarray(sorted(cls))
-  fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+  fig, axes = plotting.subplots(1, 4, figsize=(16, 3.8))
   for ax, key, title in zip(axes, ("acc", "macro_f1", "ce", "transfer_err"),
                             ("accuracy", "macro-F1", "cross-entropy", "transfer error")):
     mu = np.array([cls[m][key].mean() for m in ms])
@@ -357,15 +354,14 @@ def _plot_cls(cls, workdir):
     ax.set_title(title)
     ax.set_xlabel("training subgraph size m")
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "node_classification.png"), dpi=110)
-  plt.close(fig)
+  plotting.save(fig, workdir, "node_classification.png", dpi=110)
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
   t0 = time.time()
   key = jax.random.key(config.seed)
   k_syn, k_real, k_cls = jax.random.split(key, 3)
-  mesh = sharding.make_mesh(config.mesh.to_dict())
+  mesh = sharding.config_mesh(config)
   syn = synthetic_transfer(config, k_syn, mesh)
   sweep = degree_sweep(config, k_syn, mesh)  # same network parameters as synthetic_transfer
   t_syn = time.time() - t0

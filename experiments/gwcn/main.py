@@ -1,7 +1,7 @@
 """Launcher entry of the GWCN experiment (see README.md and configs/)."""
 
-from experiments import launcher
-from experiments.gwcn import experiment
+from reprojax.experiments import launcher
+from reprojax.experiments.gwcn import experiment
 
 if __name__ == "__main__":
   launcher.main(experiment.run, paper="gwcn")

@@ -1,6 +1,6 @@
 r"""Benchmark: our jitted Dawid-Skene against crowd-kit's on 100,000 items x 10 judges.
 
-    python -m experiments.ising_aggregation.benchmark [--items=100000 --judges=10 --iters=20]
+    python -m reprojax.experiments.ising_aggregation.benchmark [--items=100000 --judges=10 --iters=20]
 
 Both run the same two-coin EM (majority-vote start, the same M-step floor) for
 exactly ``--iters`` iterations (tolerance disabled), so the posteriors must
@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms import ising_aggregation as ia
+from reprojax.algorithms import ising_aggregation as ia
 
 _ITEMS = flags.DEFINE_integer("items", 100_000, "Items N.")
 _JUDGES = flags.DEFINE_integer("judges", 10, "Judges K.")

@@ -1,6 +1,6 @@
 r"""Why unsupervised Ising EM stayed at Dawid-Skene's labelling: likelihoods of the fixed points.
 
-    python -m experiments.ising_aggregation.diagnose [--regime=clique --judges=8 --items=3000 --trials=3]
+    python -m reprojax.experiments.ising_aggregation.diagnose [--regime=clique --judges=8 --items=3000 --trials=3]
 
 For the quick config's first simulated panels (same keys as the experiment) it
 prints the exact observed-data log-likelihood per item, (1/n) sum_i log sum_y
@@ -21,9 +21,9 @@ from absl import flags
 import jax
 import jax.numpy as jnp
 
-from algorithms.ising_aggregation import _fit
-from experiments.ising_aggregation import experiment
-from data import ising_aggregation as data_ia
+from reprojax.algorithms.ising_aggregation import _fit
+from reprojax.experiments.ising_aggregation import experiment
+from reprojax.data import ising_aggregation as data_ia
 
 _REGIME = flags.DEFINE_enum("regime", "clique", ["clique", "bloc"], "Simulated regime (A or B).")
 _JUDGES = flags.DEFINE_integer("judges", 8, "Judges K.")

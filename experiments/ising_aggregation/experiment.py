@@ -8,10 +8,10 @@ Parts (each gives metrics; the claims are computed from them):
    Dawid-Skene), class-independent and class-dependent Ising EM (multi-start,
    exact M-step, best observed-data likelihood), and the Bayes oracle. Regime A ("clique"): a correlated
    clique of mediocre judges with class-dependent couplings plus independent
-   better ones (``data.dependent_panel``). Regime B ("bloc"): a supercritical
+   better ones (``reprojax.data.ising_aggregation.dependent_panel``). Regime B ("bloc"): a supercritical
    bloc that votes as one, class-independent couplings, calibrated so that the
    Bayes rule is about 9-10 points above DS as in the paper's relevance task
-   (``data.bloc_panel``);
+   (``reprojax.data.ising_aggregation.bloc_panel``);
 2. semi-real judges (scikit-learn classifiers on the digits data with shared
    folds and features), K varying, 20 trials;
 3. Curie-Weiss separation: exact risks of the CI rule (exact marginals) and of
@@ -23,25 +23,21 @@ Parts (each gives metrics; the claims are computed from them):
 
 from __future__ import annotations
 
-import os
 import time
 
 from absl import logging
 import jax
 import jax.numpy as jnp
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import special  # noqa: E402
 
-from algorithms import ising_aggregation as ia  # noqa: E402
-from algorithms.ising_aggregation import _fit, _ising, _voting  # noqa: E402
-from data import ising_aggregation as data_ia  # noqa: E402
-from experiments import sharding  # noqa: E402
-from experiments.results import Claim, Outcome  # noqa: E402
+from reprojax.algorithms import ising_aggregation as ia  # noqa: E402
+from reprojax.algorithms.ising_aggregation import _fit, _ising, _voting  # noqa: E402
+from reprojax.data import ising_aggregation as data_ia  # noqa: E402
+from reprojax.experiments import plotting
+from reprojax.experiments import sharding  # noqa: E402
+from reprojax.experiments.results import Claim, Outcome  # noqa: E402
 
 METHODS = ("mv", "ci_weighted", "ising_indep", "ising_dep", "ising_dep_10pct")
 LABELLED_FRAC = 0.1  # ising_dep_10pct: EM with the first 10% of labels known, scored on the rest
@@ -193,7 +189,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
   key = jax.random.key(config.seed)
   t0 = time.time()
 
-  mesh = sharding.make_mesh(config.mesh.to_dict())
+  mesh = sharding.config_mesh(config)
   fit_args = dict(max_iters=config.max_iters, num_starts=config.em_starts, mesh=mesh)
 
   # 1. simulated dependent panels: regime A (clique, K and items varying), regime B (bloc)
@@ -354,7 +350,7 @@ def _plots(workdir, config, synth, semi, cw, bloc):
   labels = {"mv": "uniform MV", "ci_weighted": "CI weighted (DS)", "ising_indep": "class-indep. Ising",
             "ising_dep": "class-dep. Ising", "ising_dep_10pct": "class-dep. Ising, 10% labels",
             "bayes": "Bayes oracle"}
-  fig, axes = plt.subplots(1, 4, figsize=(20, 4))
+  fig, axes = plotting.subplots(1, 4, figsize=(20, 4))
   ks = list(config.synth_ks)
   n = config.synth_items
   for i, meth in enumerate(METHODS + ("bayes",)):
@@ -376,15 +372,13 @@ def _plots(workdir, config, synth, semi, cw, bloc):
   axes[0].set_title(f"clique regime (A), {n} items")
   axes[0].legend(fontsize=7)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "accuracy.png"), dpi=110)
-  plt.close(fig)
+  plotting.save(fig, workdir, "accuracy.png", dpi=110)
 
-  fig, ax = plt.subplots(figsize=(5.5, 4))
+  fig, ax = plotting.subplots(figsize=(5.5, 4))
   ax.plot([c[0] for c in cw], [c[2] for c in cw], "o-", label="CI rule (exact marginals)")
   ax.plot([c[0] for c in cw], [max(c[1], 1e-300) for c in cw], "s-", label="Bayes (Ising)")
   ax.set(xscale="log", yscale="log", xlabel="judges K", ylabel="risk",
          title="Curie-Weiss separation", ylim=(1e-12, 1))
   ax.legend()
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "curie_weiss_risk.png"), dpi=110)
-  plt.close(fig)
+  plotting.save(fig, workdir, "curie_weiss_risk.png", dpi=110)

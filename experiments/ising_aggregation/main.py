@@ -1,7 +1,7 @@
 """Launcher of the ising_aggregation experiment (see README.md)."""
 
-from experiments import launcher
-from experiments.ising_aggregation import experiment
+from reprojax.experiments import launcher
+from reprojax.experiments.ising_aggregation import experiment
 
 if __name__ == "__main__":
   launcher.main(experiment.run, paper="ising_aggregation")

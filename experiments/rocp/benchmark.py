@@ -1,6 +1,6 @@
 r"""Benchmark: split conformal calibration + prediction on 100,000 points, ours vs MAPIE.
 
-    python -m experiments.rocp.benchmark [--n=100000 --num_labels=10 --repeats=5]
+    python -m reprojax.experiments.rocp.benchmark [--n=100000 --num_labels=10 --repeats=5]
 
 Both sides get the same precomputed probabilities (MAPIE through a prefit
 estimator whose ``predict_proba`` is a table lookup), calibrate on ``n`` points
@@ -20,9 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms.rocp import _baselines
-from algorithms.rocp import _rocp
-from experiments.rocp.peers import mapie_split_conformal
+from reprojax.algorithms.rocp import _baselines
+from reprojax.algorithms.rocp import _rocp
+from reprojax.experiments.rocp.peers import mapie_split_conformal
 
 _N = flags.DEFINE_integer("n", 100_000, "calibration points (and as many test points)")
 _Y = flags.DEFINE_integer("num_labels", 10, "number of labels")

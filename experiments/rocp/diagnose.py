@@ -1,6 +1,6 @@
 """Why ROCP is not lowest on the medical / mild cell: the same methods with the exact p(y|x).
 
-    python -m experiments.rocp.diagnose [--n_cal=184 --n_test=185 --splits=20]
+    python -m reprojax.experiments.rocp.diagnose [--n_cal=184 --n_test=185 --splits=20]
 
 The breast-cancer classifier's probabilities on its held-out pool are taken as the
 *true* conditional law: labels are redrawn from them on every split, so the model
@@ -30,10 +30,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from algorithms.rocp import _risk
-from algorithms.rocp import _rocp
-from data import rocp as rocp_data
-from experiments.rocp import experiment
+from reprojax.algorithms.rocp import _risk
+from reprojax.algorithms.rocp import _rocp
+from reprojax.data import rocp as rocp_data
+from reprojax.experiments.rocp import experiment
 
 _N_CAL = flags.DEFINE_integer("n_cal", 184, "calibration points per split")
 _N_TEST = flags.DEFINE_integer("n_test", 185, "test points per split")

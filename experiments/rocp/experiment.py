@@ -3,7 +3,7 @@
 For each task (breast-cancer diagnosis, static hazard decisions) and each loss
 matrix (mild, severe), one jitted call evaluates every method on
 ``num_splits`` random calibration/test splits (``vmap``, split over the mesh's
-``data`` axis by :func:`experiments.sharding.vmap_sharded`) at every alpha
+``data`` axis by :func:`reprojax.experiments.sharding.vmap_sharded`) at every alpha
 (``vmap``): ROCP (Algorithm 1, the finite-sample variant the claims use), ROCP
 with one global beta (the released code's variant), the oracle risk-optimal
 sets (beta fitted to the model's own coverage on unlabelled calibration inputs),
@@ -14,7 +14,6 @@ response. Metrics are means +- standard errors over the splits.
 from __future__ import annotations
 
 import functools
-import os
 import time
 
 from absl import logging
@@ -24,15 +23,13 @@ import matplotlib
 import ml_collections
 import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from algorithms.rocp import _baselines  # noqa: E402
-from algorithms.rocp import _metrics  # noqa: E402
-from algorithms.rocp import _rocp  # noqa: E402
-from data import rocp as rocp_data  # noqa: E402
-from experiments import sharding  # noqa: E402
-from experiments.results import Claim, Outcome  # noqa: E402
+from reprojax.algorithms.rocp import _baselines  # noqa: E402
+from reprojax.algorithms.rocp import _metrics  # noqa: E402
+from reprojax.algorithms.rocp import _rocp  # noqa: E402
+from reprojax.data import rocp as rocp_data  # noqa: E402
+from reprojax.experiments import plotting
+from reprojax.experiments import sharding  # noqa: E402
+from reprojax.experiments.results import Claim, Outcome  # noqa: E402
 
 METHODS = ("rocp", "rocp_global", "oracle", "lac", "aps", "raps", "rac", "best_response")
 BASELINES = ("lac", "aps", "raps", "rac", "best_response")
@@ -114,9 +111,9 @@ def _tasks(config, key):
 
 
 def _plot(table, alphas, workdir):
-  colors = dict(zip(METHODS, plt.cm.tab10.colors))
+  colors = dict(zip(METHODS, matplotlib.colormaps["tab10"].colors))
   for task in TASKS:
-    fig, axes = plt.subplots(2, len(METRICS), figsize=(3.6 * len(METRICS), 7), squeeze=False)
+    fig, axes = plotting.subplots(2, len(METRICS), figsize=(3.6 * len(METRICS), 7), squeeze=False)
     for r, lname in enumerate(LOSSES):
       mean, se = table[(task, lname)]
       for c, metric in enumerate(METRICS):
@@ -134,8 +131,7 @@ def _plot(table, alphas, workdir):
         ax.grid(alpha=0.3)
     axes[0, METRICS.index("robust_risk")].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(workdir, f"rocp_{task}_vs_alpha.png"), dpi=110)
-    plt.close(fig)
+    plotting.save(fig, workdir, f"rocp_{task}_vs_alpha.png", dpi=110)
 
 
 def _fmt(x, s):
@@ -151,7 +147,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
     raise ValueError(f"report_alpha {config.report_alpha} must be one of alphas {config.alphas}")
   ia = int(np.argmin(np.abs(alphas - config.report_alpha)))
   keys = jax.random.split(k_split, config.num_splits)
-  mesh = sharding.make_mesh(config.mesh.to_dict())
+  mesh = sharding.config_mesh(config)
   table = {}
   metrics: dict[str, float] = {"medical_pool_accuracy": med.pool_accuracy,
                                "medical_train_accuracy": med.train_accuracy}

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from algorithms import alft
-from data import alft as dalft
+from reprojax.algorithms import alft
+from reprojax.data import alft as dalft
 
 SHAPE = (6, 5, 4)  # float32 tests
 SHAPE64 = (8, 7, 6)  # float64 tests

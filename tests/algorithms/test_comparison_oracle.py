@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from scipy import special
 
-from algorithms import comparison_oracle as co
-from experiments import sharding
-from experiments.comparison_oracle import experiment
-from experiments.comparison_oracle.configs import quick
+from reprojax.algorithms import comparison_oracle as co
+from reprojax.experiments import sharding
+from reprojax.experiments.comparison_oracle import experiment
+from reprojax.experiments.comparison_oracle.configs import quick
 
 
 def _jit(fn):

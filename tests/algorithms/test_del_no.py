@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from algorithms import del_no
+from reprojax.algorithms import del_no
 
 L = 2 * np.pi
 

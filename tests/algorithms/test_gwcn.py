@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from algorithms import gwcn
-from data import gwcn as gwcn_data
-from experiments import sharding
-from experiments.gwcn import experiment
-from models import gcn
+from reprojax.algorithms import gwcn
+from reprojax.data import gwcn as gwcn_data
+from reprojax.experiments import sharding
+from reprojax.experiments.gwcn import experiment
+from reprojax.models import gcn
 
 import networkx as nx  # noqa: E402
 
@@ -134,11 +134,11 @@ def test_propagate_matches_scipy_sparse():
   a.eliminate_zeros()
   coo = a.tocoo()
   x = rng.normal(size=(300, 7)).astype(np.float32)
-  op = gcn.SparseOperator(jnp.asarray(coo.col, jnp.int32), jnp.asarray(coo.row, jnp.int32),
+  op = gwcn.SparseOperator(jnp.asarray(coo.col, jnp.int32), jnp.asarray(coo.row, jnp.int32),
                           jnp.asarray(coo.data, jnp.float32))
   np.testing.assert_allclose(gwcn.propagate(op, jnp.asarray(x)), a @ x, rtol=1e-5, atol=1e-5)
   # the chunked fast path of the benchmark: sender-sorted, padded, scatter-added by chunks
-  op_c = gcn.SparseOperator(*gwcn.pad_edges(*gwcn.sort_edges(*op), 256))
+  op_c = gwcn.SparseOperator(*gwcn.pad_edges(*gwcn.sort_edges(*op), 256))
   assert op_c.weights_E.shape[0] % 256 == 0
   np.testing.assert_allclose(jax.jit(lambda o, v: gwcn.propagate(o, v, 256))(op_c, jnp.asarray(x)),
                              a @ x, rtol=1e-5, atol=1e-5)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from algorithms import ising_aggregation as ia
-from data import ising_aggregation as data_ia
+from reprojax.algorithms import ising_aggregation as ia
+from reprojax.data import ising_aggregation as data_ia
 
 
 def _rand_model(rng, k, scale=0.6):
@@ -240,7 +240,7 @@ def test_exact_m_step_matches_brute_force_moments_with_strong_couplings():
 
 def test_missing_votes_expected_statistics_match_brute_force():
   # The exact M-step's E-step over missing votes: E[(J_k, J_k J_l) | observed votes] under (h, W).
-  from algorithms.ising_aggregation import _fit  # pylint: disable=g-import-not-at-top
+  from reprojax.algorithms.ising_aggregation import _fit  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(4)
   k = 4
   h, w = _rand_model(rng, k, 0.8)

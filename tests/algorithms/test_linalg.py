@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from algorithms import _linalg
+from reprojax.algorithms import _linalg
 
 
 def _spd(key, shape):
@@ -81,8 +81,8 @@ def test_bad_shapes_raise(call):
 
 def _paper_fits():
   """(name, vmapped fit, args): the replica computations whose batched LAPACK hung 8 fake devices."""
-  from algorithms import alft
-  from algorithms import ising_aggregation as ia
+  from reprojax.algorithms import alft
+  from reprojax.algorithms import ising_aggregation as ia
   votes = jax.random.bernoulli(jax.random.key(4), 0.7, (3, 40, 4)).astype(jnp.int32)
   y = jax.random.normal(jax.random.key(5), (3, 6, 5, 4))
   m = jnp.ones_like(y)

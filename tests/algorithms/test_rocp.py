@@ -9,8 +9,8 @@ import pytest
 import scipy.optimize
 import scipy.sparse
 
-from algorithms import rocp
-from experiments.rocp import peers
+from reprojax.algorithms import rocp
+from reprojax.experiments.rocp import peers
 
 
 def _random_probs(rng, n, y, scale=2.0):
@@ -72,7 +72,7 @@ def test_robust_risk_equals_worst_case_lp():
 
 
 def _risk_core(loss_1xY, in_set_Y, alpha):
-  from algorithms.rocp import _risk
+  from reprojax.algorithms.rocp import _risk
   return _risk._robust_risk(loss_1xY, in_set_Y, alpha)
 
 

@@ -4,8 +4,8 @@ import jax
 import numpy as np
 import pytest
 
-from data import burgers
-from data import grf
+from reprojax.data import burgers
+from reprojax.data import grf
 
 AMPS, PHASES = (1.0, 0.5, 0.3), (0.0, 1.0, 2.0)
 

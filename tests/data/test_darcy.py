@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from data import darcy
+from reprojax.data import darcy
 
 
 def _manufactured_error(s: int) -> float:

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from data import del_no_pdes
+from reprojax.data import del_no_pdes
 
 
 def test_kdv_soliton():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from data import pde
+from reprojax.data import pde
 
 
 def test_generate_once_and_cache(tmp_path):

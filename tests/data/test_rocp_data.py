@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from data import rocp as rocp_data
-from models.mlp_classifier import MLPClassifier
+from reprojax.data import rocp as rocp_data
+from reprojax.models.mlp_classifier import MLPClassifier
 
 
 def test_hazard_benchmark_posterior_is_bayes_and_calibrated():

@@ -2,7 +2,7 @@
 
 import ml_collections
 
-from experiments.fno.configs import quick
+from reprojax.experiments.fno.configs import quick
 
 
 def get_config() -> ml_collections.ConfigDict:

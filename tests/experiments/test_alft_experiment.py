@@ -3,9 +3,9 @@
 import jax
 import numpy as np
 
-from experiments import sharding
-from experiments.alft import experiment
-from experiments.alft.configs import quick
+from reprojax.experiments import sharding
+from reprojax.experiments.alft import experiment
+from reprojax.experiments.alft.configs import quick
 
 
 def _tiny_config():

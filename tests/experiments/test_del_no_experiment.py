@@ -3,11 +3,11 @@
 import jax
 import numpy as np
 
-from experiments import sharding
-from experiments.del_no import experiment
-from experiments.fno.experiment import Normalizer
-from models import deeponet
-from models import del_no
+from reprojax.experiments import sharding
+from reprojax.experiments.del_no import experiment
+from reprojax.experiments.common import Normalizer
+from reprojax.models import deeponet
+from reprojax.models import del_no
 
 
 def _problem():
@@ -40,7 +40,7 @@ def test_replicas_sharded_over_8_devices_equal_1_device():
 
 
 def test_requests_share_compiles_and_order_summary():
-  from experiments.del_no.configs import quick
+  from reprojax.experiments.del_no.configs import quick
   config = quick.get_config()
   req = experiment.requests(config)
   # Plain 1-D backbones of Burgers and KdV train as one run; the sweeps join Burgers' FNO del-NO.
@@ -65,7 +65,7 @@ def test_channel_norm_rms_gives_unit_channels_at_init():
   64 points are small (no h^-beta); the ablation (experiments/del_no/ablation.py) tests
   whether that size is why del-NO gains little at quick scale.
   """
-  from experiments.del_no.configs import quick
+  from reprojax.experiments.del_no.configs import quick
   s = np.arange(64) / 64
   rng = np.random.default_rng(0)
   ks = np.arange(1, 6)
@@ -101,8 +101,8 @@ def test_channel_norm_rms_gives_unit_channels_at_init():
 def test_controls_variants_and_declared_readings():
   """The controls' variants are the models they claim to be, and the readings follow the declared rules."""
   import jax.numpy as jnp
-  from experiments.del_no import controls
-  from experiments.del_no.configs import medium_cpu
+  from reprojax.experiments.del_no import controls
+  from reprojax.experiments.del_no.configs import medium_cpu
   config = medium_cpu.get_config()
   x = jnp.asarray(np.random.default_rng(0).normal(size=(2, 64)), jnp.float32)
   zc, _ = controls.make_variant("zero_channels", config, 2)

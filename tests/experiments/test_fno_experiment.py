@@ -4,8 +4,8 @@ import jax
 import numpy as np
 import optax
 
-from experiments.fno import experiment
-from experiments.fno.configs import quick
+from reprojax.experiments.fno import experiment
+from reprojax.experiments.fno.configs import quick
 
 
 def _torch_adam_on_batch_sum(p, grads_mean, batch, lr, wd, eps=1e-8, b1=0.9, b2=0.999):

@@ -3,8 +3,8 @@
 import jax
 import numpy as np
 
-from experiments import sharding
-from experiments.ising_aggregation import experiment
+from reprojax.experiments import sharding
+from reprojax.experiments.ising_aggregation import experiment
 
 
 def test_synthetic_trials_on_8_devices_equal_one_device():

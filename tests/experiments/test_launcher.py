@@ -17,10 +17,10 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from data import pde
-from experiments import registry
-from experiments import reproduce
-from experiments import results as results_lib
+from reprojax.data import pde
+from reprojax.experiments import registry
+from reprojax.experiments import reproduce
+from reprojax.experiments import results as results_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "tests", "experiments", "fno_tiny_config.py")
@@ -56,7 +56,7 @@ def env_for(data_dir, cache_dir):
 
 
 def _cmd(workdir, *overrides, config=TINY):
-  return [sys.executable, "-m", "experiments.fno.main", f"--config={config}",
+  return [sys.executable, "-m", "reprojax.experiments.fno.main", f"--config={config}",
           f"--workdir={workdir}", *overrides]
 
 
@@ -118,7 +118,7 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path, env_for):
 
 @pytest.mark.parametrize("override,expect", [
     ("--config.runs.burgers.epoch=3", "did you mean 'runs.burgers.epochs'"),
-    ("--config.runs.burgers.batch_size=7", "does not divide by the 8 devices"),
+    ("--config.runs.burgers.batch_size=0", "batch_size must be >= 1"),
     ("--config.generate_data=False", "generate"),
     ("--config.runs.burgers.learning_rate=1e30", "non-finite loss"),
 ])

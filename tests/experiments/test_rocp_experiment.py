@@ -4,9 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from data import rocp as rocp_data
-from experiments import sharding
-from experiments.rocp import experiment
+from reprojax.data import rocp as rocp_data
+from reprojax.experiments import sharding
+from reprojax.experiments.rocp import experiment
 
 
 def test_evaluate_on_eight_devices_equals_one_device():

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments import sharding
+from reprojax.experiments import sharding
 
 
 def _replica(key, w, scale):
@@ -57,7 +57,7 @@ def test_vmap_sharded_bad_input():
 _WORKER = """
 import sys
 import jax, numpy as np
-from experiments import launcher, sharding
+from reprojax.experiments import launcher, sharding
 port, pid = sys.argv[1], int(sys.argv[2])
 if port != "-":
   launcher.initialize_distributed(f"localhost:{port}", 2, pid)

@@ -3,14 +3,13 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
-from algorithms import del_no as del_no_lib
-from models import deeponet
-from models import del_no
-from models import fno
-from models import unet_operator
+from reprojax.algorithms import del_no as del_no_lib
+from reprojax.models import deeponet
+from reprojax.models import del_no
+from reprojax.models import fno
+from reprojax.models import unet_operator
 
 
 def _backbones(dims):

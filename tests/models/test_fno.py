@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from models import fno
+from reprojax.models import fno
 
 
 def _numpy_spectral(x, params, modes):

@@ -1,12 +1,12 @@
 """ALFT full config: 5 seeds per kind, ranks 1..6, longer fits, 5 Kinetic initialisations.
 
-    python -m experiments.alft.main --config=experiments/alft/configs/full.py --workdir=/tmp/alft_full
+    python -m reprojax.experiments.alft.main --config=experiments/alft/configs/full.py --workdir=/tmp/alft_full
 
 Hardware: 2 CPU cores, 597 s wall (823 s user CPU; measured 2026-12-03 with the validated-ridge
 protocol, on an otherwise idle machine). Same claims as quick. Results: results/alft/full/.
 """
 
-from experiments.alft.configs import quick
+from reprojax.experiments.alft.configs import quick
 
 
 def get_config():

@@ -1,6 +1,6 @@
 """ALFT quick config: synthetic aligned/control tensors over 5 densities x 2 seeds x 3 ranks, and Kinetic.
 
-    python -m experiments.alft.main --config=experiments/alft/configs/quick.py --workdir=/tmp/alft
+    python -m reprojax.experiments.alft.main --config=experiments/alft/configs/quick.py --workdir=/tmp/alft
 
 Hardware: 2 CPU cores; 57 s wall in `make reproduce` on the idle machine (2026-12-03),
 mostly compiling the vmapped fits. Replicas split over config.mesh's data axis on more devices.

@@ -1,6 +1,6 @@
 """Full config: more dimensions, targets and seeds.
 
-    python -m experiments.comparison_oracle.main \
+    python -m reprojax.experiments.comparison_oracle.main \
         --config=experiments/comparison_oracle/configs/full.py --workdir=/tmp/comparison_oracle_full
 
 Hardware: 2 CPU cores, about 15 minutes (measured 455 s before the baseline and CMA-ES
@@ -9,7 +9,7 @@ at 4-6 minutes from the quick run). Reproduces the same claims as quick.py with 
 eps down to 1e-4 and hard chains up to T = 12 links.
 """
 
-from experiments.comparison_oracle.configs import quick
+from reprojax.experiments.comparison_oracle.configs import quick
 
 
 def get_config():

@@ -1,6 +1,6 @@
 """Quick config: query scaling of comparison-based stationary-point methods (paper: abstract's rates).
 
-    python -m experiments.comparison_oracle.main \
+    python -m reprojax.experiments.comparison_oracle.main \
         --config=experiments/comparison_oracle/configs/quick.py --workdir=/tmp/comparison_oracle
 
 Hardware: 2 CPU cores, about 1.5 minutes of CPU (91 s; 3.3 min wall when the cores are

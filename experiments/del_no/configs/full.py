@@ -1,6 +1,6 @@
 r"""del-NO at full scale: the whole grid, 5 PDEs x 3 backbones x clean/noisy, 5 seeds, and the three sweeps.
 
-    python -m experiments.del_no.main --config=experiments/del_no/configs/full.py --workdir=/tmp/del_no_full
+    python -m reprojax.experiments.del_no.main --config=experiments/del_no/configs/full.py --workdir=/tmp/del_no_full
 
 Grid: advection (m=1), heat (m=2), Burgers (m=2), KdV (m=3) on a 256-point circle and
 Darcy (m=2) on a 64 x 64 square (solved at 253), each x FNO, U-Net and DeepONet x
@@ -21,7 +21,7 @@ over the grid's replicas and 10k steps give ~25 h for the 1-D cells, ~113 h for 
 once; the 1-D datasets take seconds.
 """
 
-from experiments.del_no.configs import quick
+from reprojax.experiments.del_no.configs import quick
 
 
 def get_config():

@@ -1,6 +1,6 @@
 r"""del-NO between quick and full, sized for the 2-core CPU: is the quick shortfall under-training?
 
-    python -m experiments.del_no.main --config=experiments/del_no/configs/medium_cpu.py \
+    python -m reprojax.experiments.del_no.main --config=experiments/del_no/configs/medium_cpu.py \
         --workdir=/tmp/del_no_medium
 
 The quick config trains 200 steps on 256 pairs; its loss curves (README) show the FNO
@@ -15,7 +15,7 @@ Hardware and time: 2 CPU cores, 415 s wall (measured 2026-12-02, including gener
 advection and heat data). Results: results/del_no/medium_cpu/ and experiments/del_no/README.md.
 """
 
-from experiments.del_no.configs import quick
+from reprojax.experiments.del_no.configs import quick
 
 
 def get_config():

@@ -1,6 +1,6 @@
 r"""del-NO at quick scale (part of `make reproduce`): Burgers, KdV and Darcy x FNO, DeepONet x clean/noisy.
 
-    python -m experiments.del_no.main --config=experiments/del_no/configs/quick.py --workdir=/tmp/del_no
+    python -m reprojax.experiments.del_no.main --config=experiments/del_no/configs/quick.py --workdir=/tmp/del_no
 
 Hardware and time: 2 CPU cores, about 80 s wall / 105 s CPU with cached data
 (a first run also generates the small datasets, about 10 s more). Reproduces, at

@@ -1,6 +1,6 @@
 r"""FNO on Burgers at the paper's s=256 training budget, sized to run on the 2-core CPU.
 
-    python -m experiments.fno.main --config=experiments/fno/configs/burgers_cpu.py \
+    python -m reprojax.experiments.fno.main --config=experiments/fno/configs/burgers_cpu.py \
         --workdir=/tmp/fno_burgers_cpu
 
 The paper's Table 1 setting for s=256 (0.0149): 1000 training and 200 test pairs of the
@@ -16,7 +16,7 @@ s=85 its 25,000 steps take about a day here.
 
 import ml_collections
 
-from experiments.fno.configs import quick
+from reprojax.experiments.fno.configs import quick
 
 
 def get_config() -> ml_collections.ConfigDict:

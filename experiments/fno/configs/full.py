@@ -1,6 +1,6 @@
 r"""FNO on Burgers 1D (s=1024) and Darcy 2D (s=85 and s=141): the paper's scale.
 
-    python -m experiments.fno.main --config=experiments/fno/configs/full.py --workdir=/tmp/fno_full
+    python -m reprojax.experiments.fno.main --config=experiments/fno/configs/full.py --workdir=/tmp/fno_full
 
 Hardware and time: one GPU (A100/H100 class), about 1 hour in all; the Darcy data
 (1200 solves on the 421 x 421 grid, on the host CPU) take about 40 minutes once and are
@@ -11,7 +11,7 @@ Burgers s=1024 0.0160, Darcy s=85 0.0108 and s=141 0.0109 (1000 train, 200 test,
 
 import ml_collections
 
-from experiments.fno.configs import quick
+from reprojax.experiments.fno.configs import quick
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -1,6 +1,6 @@
 r"""FNO on Burgers 1D and Darcy 2D at quick scale (part of `make reproduce`).
 
-    python -m experiments.fno.main --config=experiments/fno/configs/quick.py --workdir=/tmp/fno
+    python -m reprojax.experiments.fno.main --config=experiments/fno/configs/quick.py --workdir=/tmp/fno
 
 Hardware and time: 2 CPU cores, about 2 minutes including data generation on the
 first run (later runs read the cached tfds data). Reproduces, at reduced scale, the

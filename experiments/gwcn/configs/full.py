@@ -1,6 +1,6 @@
 r"""GWCN size transfer at the paper's scale.
 
-    python -m experiments.gwcn.main --config=experiments/gwcn/configs/full.py --workdir=/tmp/gwcn_full
+    python -m reprojax.experiments.gwcn.main --config=experiments/gwcn/configs/full.py --workdir=/tmp/gwcn_full
 
 Hardware and time: 2 CPU cores and 8 GB of memory; about 15-25 minutes, estimated from
 the quick run's scaling (not run to completion in this session). Reproduces
@@ -9,7 +9,7 @@ N = 3000), the real-graph protocol on the full Minnesota network and the
 node-classification curves averaged over 50 trials.
 """
 
-from experiments.gwcn.configs import quick
+from reprojax.experiments.gwcn.configs import quick
 
 
 def get_config():

@@ -1,6 +1,6 @@
 r"""GWCN size transfer at quick scale (part of `make reproduce`).
 
-    python -m experiments.gwcn.main --config=experiments/gwcn/configs/quick.py --workdir=/tmp/gwcn
+    python -m reprojax.experiments.gwcn.main --config=experiments/gwcn/configs/quick.py --workdir=/tmp/gwcn
 
 Hardware and time: 2 CPU cores, about 1-2 minutes. Reproduces at reduced scale the
 GWCN paper's synthetic transfer experiment (geometric graphs on a surface, n up to

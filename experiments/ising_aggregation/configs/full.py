@@ -1,6 +1,6 @@
 """Full config of ising_aggregation: larger panels and item counts.
 
-    python -m experiments.ising_aggregation.main \
+    python -m reprojax.experiments.ising_aggregation.main \
         --config=experiments/ising_aggregation/configs/full.py --workdir=/tmp/ising_aggregation_full
 
 CPU (2 cores): about 15-20 minutes (one GPU: a few minutes). Same claims as quick
@@ -8,7 +8,7 @@ CPU (2 cores): about 15-20 minutes (one GPU: a few minutes). Same claims as quic
 baselines) with K up to 12 and up to 16,000 items per trial.
 """
 
-from experiments.ising_aggregation.configs import quick
+from reprojax.experiments.ising_aggregation.configs import quick
 
 
 def get_config():

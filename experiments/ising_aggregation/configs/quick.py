@@ -1,6 +1,6 @@
 """Quick config of ising_aggregation: every claim at small scale.
 
-    python -m experiments.ising_aggregation.main \
+    python -m reprojax.experiments.ising_aggregation.main \
         --config=experiments/ising_aggregation/configs/quick.py --workdir=/tmp/ising_aggregation
 
 CPU (2 cores), about 1.5-2 minutes. Reproduces the paper's accuracy table (Table 2,

@@ -1,13 +1,13 @@
 """ROCP full config: as quick, with a 20,000-scene hazard pool (5,000 calibration scenes).
 
-    python -m experiments.rocp.main --config=experiments/rocp/configs/full.py --workdir=/tmp/rocp_full
+    python -m reprojax.experiments.rocp.main --config=experiments/rocp/configs/full.py --workdir=/tmp/rocp_full
 
 Hardware: 2 CPU cores, about 5 minutes (any GPU: under a minute). The medical task
 is limited by the 569 patients of the dataset, so it is the same as quick.
 Reproduces the paper's Section 6 comparisons with our offline stand-in data.
 """
 
-from experiments.rocp.configs import quick
+from reprojax.experiments.rocp.configs import quick
 
 
 def get_config():

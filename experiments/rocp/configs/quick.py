@@ -1,6 +1,6 @@
 """ROCP quick config: both tasks, both loss matrices, 20 splits x 7 alpha levels.
 
-    python -m experiments.rocp.main --config=experiments/rocp/configs/quick.py --workdir=/tmp/rocp
+    python -m reprojax.experiments.rocp.main --config=experiments/rocp/configs/quick.py --workdir=/tmp/rocp
 
 Hardware: 2 CPU cores, about 1-2 minutes (two compilations of the vmapped evaluation).
 Reproduces the paper's Section 6 comparisons (Figures on the medical-diagnosis and

@@ -1,0 +1,68 @@
+"""Helpers shared by several papers' experiments (one home each, per issue 32).
+
+* :func:`relative_l2` and :class:`Normalizer`: the neural-operator papers' error
+  and input/output scaling (fno, del_no, and later dynadiff);
+* :func:`standard_error`, :func:`fit_loglog`, :func:`median_seconds`: the
+  statistics and timing every results table reports.
+
+The mesh of a run is :func:`reprojax.experiments.sharding.config_mesh`, and the
+ending of every figure :func:`reprojax.experiments.plotting.save`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import stats
+
+
+def relative_l2(pred_BxG: jax.Array, true_BxG: jax.Array) -> jax.Array:
+  """Per-example ||pred - true||_2 / ||true||_2 over all grid axes; shape (B,)."""
+  axes = tuple(range(1, true_BxG.ndim))
+  num = jnp.sqrt(jnp.sum((pred_BxG - true_BxG) ** 2, axis=axes))
+  return num / jnp.sqrt(jnp.sum(true_BxG**2, axis=axes))
+
+
+class Normalizer:
+  """Pointwise Gaussian normaliser fitted on the training set (the FNO code's UnitGaussianNormalizer)."""
+
+  def __init__(self, x_NxG: np.ndarray, enabled: bool, eps: float = 1e-5):
+    self.mean = x_NxG.mean(0) if enabled else np.zeros(x_NxG.shape[1:], np.float32)
+    self.std = x_NxG.std(0) + eps if enabled else np.ones(x_NxG.shape[1:], np.float32)
+
+  def encode(self, x):
+    return (x - self.mean) / self.std
+
+  def decode(self, x):
+    return x * self.std + self.mean
+
+
+def standard_error(x: Any, axis: int | None = None) -> Any:
+  """The standard error of the mean, ``std(ddof=1) / sqrt(n)`` along ``axis`` (all if None)."""
+  x = np.asarray(x)
+  n = x.size if axis is None else x.shape[axis]
+  return x.std(axis=axis, ddof=1) / np.sqrt(n)
+
+
+def fit_loglog(x: Any, y: Any) -> tuple[float, float, float]:
+  """OLS of log y on log x: (slope, half-width of its 95% t-interval, intercept)."""
+  lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+  res = stats.linregress(lx, ly)
+  df = max(len(lx) - 2, 1)
+  return float(res.slope), float(stats.t.ppf(0.975, df) * res.stderr), float(res.intercept)
+
+
+def median_seconds(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
+  """Median wall seconds of ``fn()`` (its outputs blocked on) over ``repeats`` calls after ``warmup``."""
+  for _ in range(warmup):
+    jax.block_until_ready(fn())
+  times = []
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn())
+    times.append(time.perf_counter() - t0)
+  return float(np.median(times))
