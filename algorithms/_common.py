@@ -29,6 +29,7 @@ class Example(NamedTuple):
   make_args: Callable[[jax.Array], tuple]  # key -> positional array args; same shapes for any key
   bad_args: tuple | None = None  # positional args for which fn must raise ValueError
   vmappable: bool = True  # vmapping fn over a batch of make_args equals a Python loop
+  jittable: bool = True  # False for host-side helpers (numpy, Python control flow on values)
 
 
 def is_concrete(x: Any) -> bool:

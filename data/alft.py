@@ -142,30 +142,30 @@ def _tensorly_data_dir() -> str | None:
   return os.path.join(list(spec.submodule_search_locations)[0], "datasets", "data")
 
 
-def kinetic_dir(data_dir: str | None = None) -> str:
+def kinetic_dir(manual_dir: str | None = None) -> str:
   """The folder holding ``Kinetic.npy`` and ``Kinetic_missing.npy``.
 
-  Order: ``data_dir`` if given; else the copy inside the installed tensorly package;
+  Order: ``manual_dir`` if given; else the copy inside the installed tensorly package;
   else ``$REPROJAX_MANUAL_DIR/kinetic``. Raises ``FileNotFoundError`` saying how to get it.
   """
   how = ("The files ship in the tensorly package (pip install 'tensorly>=0.8'), under "
          "tensorly/datasets/data/; or copy them into $REPROJAX_MANUAL_DIR/kinetic/.")
-  if data_dir is not None:
-    return paths.manual_dir("kinetic", data_dir, required=KINETIC_FILES, how_to_get=how)
+  if manual_dir is not None:
+    return paths.manual_dir("kinetic", manual_dir, required=KINETIC_FILES, how_to_get=how)
   tl_dir = _tensorly_data_dir()
   if tl_dir and all(os.path.isfile(os.path.join(tl_dir, f)) for f in KINETIC_FILES):
     return tl_dir
   return paths.manual_dir("kinetic", None, required=KINETIC_FILES, how_to_get=how)
 
 
-def load_kinetic(data_dir: str | None = None) -> Kinetic:
+def load_kinetic(manual_dir: str | None = None) -> Kinetic:
   """Loads the Kinetic tensor (see :func:`kinetic_dir` for where from).
 
   Modes: 0 measurement (64 samples; unordered), 1 emission wavelength, 2
   excitation wavelength, 3 time; the coordinates are those documented by tensorly
   (emission ``472 + 7.5 i`` nm, excitation ``362 + 6 i`` nm, time ``(i + 1) / 3`` min).
   """
-  folder = kinetic_dir(data_dir)
+  folder = kinetic_dir(manual_dir)
   y = np.load(os.path.join(folder, KINETIC_FILES[0]))
   missing = np.load(os.path.join(folder, KINETIC_FILES[1])).astype(bool)
   if y.shape != (64, 12, 10, 60) or missing.shape != y.shape:

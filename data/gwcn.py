@@ -151,24 +151,25 @@ GRAPHONS = {"sphere": sphere_gaussian, "sbm": lambda: sbm(
 
 # --------------------------------------------------------------------------- real graphs
 
-def _package_dir(package: str, data_dir: str | None) -> str:
-  if data_dir is not None:
-    return data_dir
+def _package_dir(package: str, manual_dir: str | None) -> str:
+  if manual_dir:
+    return manual_dir
   spec = importlib.util.find_spec(package)
   if spec is None or spec.origin is None:
     raise FileNotFoundError(
         f"the {package!r} package is not installed, so its bundled graph cannot be read; "
-        f"`pip install {package}` (only its data file is read) or pass data_dir=")
+        f"`pip install {package}` (only its data file is read) or pass manual_dir=")
   return os.path.dirname(spec.origin)
 
 
-def load_pygsp_graph(name: str = "minnesota", data_dir: str | None = None):
+def load_pygsp_graph(name: str = "minnesota", manual_dir: str | None = None):
   """A road/mesh graph shipped with PyGSP, as a symmetric unweighted edge list.
 
   Args:
     name: ``"minnesota"`` (road network, 2642 nodes).
-    data_dir: the installed ``pygsp`` package folder (default: located without
-      importing it) -- the file is ``<data_dir>/data/pointclouds/<name>.mat``.
+    manual_dir: a folder laid out as the ``pygsp`` package (the file is
+      ``<manual_dir>/data/pointclouds/<name>.mat``); None or "" reads the copy
+      shipped in the installed package (located without importing it).
 
   Returns:
     ``(senders_E, receivers_E, num_nodes)`` numpy arrays, both directions listed,
@@ -177,9 +178,9 @@ def load_pygsp_graph(name: str = "minnesota", data_dir: str | None = None):
   import scipy.io
   if name not in ("minnesota",):
     raise ValueError(f"unknown PyGSP graph {name!r}; available: 'minnesota'")
-  path = os.path.join(_package_dir("pygsp", data_dir), "data", "pointclouds", f"{name}.mat")
+  path = os.path.join(_package_dir("pygsp", manual_dir), "data", "pointclouds", f"{name}.mat")
   if not os.path.isfile(path):
-    raise FileNotFoundError(f"{path} not found; install pygsp or pass its folder as data_dir")
+    raise FileNotFoundError(f"{path} not found; install pygsp or pass its folder as manual_dir")
   adj = scipy.io.loadmat(path)["A"]
   return _edges_from_scipy(adj)
 

@@ -39,8 +39,8 @@ class Judged(NamedTuple):
 def _sample_ising(key, h0_K, h1_K, W0_KxK, W1_KxK, prior, num_items):
   ky, k0, k1 = jax.random.split(key, 3)
   y = jax.random.bernoulli(ky, prior, (num_items,))
-  j0 = ia._ising._ising_sample(k0, h0_K, W0_KxK, num_samples=num_items)
-  j1 = ia._ising._ising_sample(k1, h1_K, W1_KxK, num_samples=num_items)
+  j0 = ia.ising_sample(k0, h0_K, W0_KxK, num_items)
+  j1 = ia.ising_sample(k1, h1_K, W1_KxK, num_items)
   return Judged(jnp.where(y[:, None], j1, j0), y.astype(jnp.int32))
 
 

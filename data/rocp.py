@@ -3,9 +3,10 @@
 * :func:`load_breast_cancer`: the Wisconsin diagnostic breast cancer set (569
   patients, 30 features) that ships inside scikit-learn, or the same CSV from a
   folder. Labels: 0 = benign (mild), 1 = malignant (severe).
-* :func:`medical_task`: trains :class:`reprojax.models.mlp_classifier.MLPClassifier` on a
-  training split and returns p(y|x) on the held-out pool that the experiments
-  split into calibration and test sets.
+* :func:`medical_split`: a random training split of the patients (for the
+  classifier that gives p(y|x), trained in ``experiments/rocp/classifier.py``)
+  and the held-out pool that the experiments split into calibration and test
+  sets, with the features standardised by the training split's statistics.
 * :func:`hazard_benchmark`: three binary hazards (pedestrian, vehicle, debris;
   8 label states y = h0 + 2 h1 + 4 h2) drawn with a latent "busy scene"
   variable, a probabilistic detector that sees one noisy Gaussian score per
@@ -31,29 +32,26 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
-
-from reprojax.experiments import train
-from reprojax.models.mlp_classifier import MLPClassifier
 
 MEDICAL_LABELS = ("benign", "malignant")
 MEDICAL_ACTIONS = ("discharge", "follow-up", "treat")
 HAZARDS = ("pedestrian", "vehicle", "debris")
 HAZARD_ACTIONS = ("proceed", "slow", "stop")
+MEDICAL_PATIENTS = 569  # patients of the Wisconsin diagnostic breast cancer set
 
 
 # --------------------------------------------------------------------------- medical
 
 
-def load_breast_cancer(data_dir: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-  """Features float32 (569, 30) and labels int32 (569,), 1 = malignant.
+def load_breast_cancer(manual_dir: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+  """Features float32 (569, 30) and labels int32 (569,), 1 = malignant (N = MEDICAL_PATIENTS).
 
   Args:
-    data_dir: folder holding ``breast_cancer.csv`` in scikit-learn's format (a
+    manual_dir: folder holding ``breast_cancer.csv`` in scikit-learn's format (a
       header line ``569,30,malignant,benign``, then 30 features and the target,
       0 = malignant); None reads the copy inside scikit-learn.
   """
-  if data_dir is None:
+  if manual_dir is None:
     try:
       from sklearn import datasets  # pylint: disable=g-import-not-at-top
     except ImportError as e:
@@ -62,7 +60,7 @@ def load_breast_cancer(data_dir: str | None = None) -> tuple[np.ndarray, np.ndar
     bunch = datasets.load_breast_cancer()
     x, target = bunch.data, bunch.target
   else:
-    path = os.path.join(os.path.expanduser(data_dir), "breast_cancer.csv")
+    path = os.path.join(os.path.expanduser(manual_dir), "breast_cancer.csv")
     if not os.path.isfile(path):
       raise FileNotFoundError(f"{path} not found; copy it from scikit-learn's "
                               "sklearn/datasets/data/breast_cancer.csv")
@@ -71,48 +69,34 @@ def load_breast_cancer(data_dir: str | None = None) -> tuple[np.ndarray, np.ndar
   return x.astype(np.float32), (1 - target).astype(np.int32)
 
 
-class MedicalTask(NamedTuple):
-  probs_NxY: np.ndarray  # classifier p(y|x) on the held-out pool, float32 (N, 2)
+class MedicalSplit(NamedTuple):
+  """The patients split for the classifier: training indices and the held-out pool."""
+
+  x_NxD: np.ndarray  # every patient's features, standardised by the training split, float32
   labels_N: np.ndarray  # int32 (N,), 1 = malignant
-  train_accuracy: float
-  pool_accuracy: float
+  train_idx: np.ndarray  # int (n_train,): patients that train the classifier
+  pool_idx: np.ndarray  # int (N - n_train,): held out, split into calibration and test sets
 
 
-def fit_classifier(key: jax.Array, x_NxD: jax.Array, y_N: jax.Array, *, num_classes: int,
-                   hidden: tuple[int, ...] = (32,), steps: int = 400, learning_rate: float = 1e-2,
-                   weight_decay: float = 1e-2):
-  """Full-batch AdamW on the cross-entropy of an MLP; returns (model, params)."""
-  model = MLPClassifier(hidden=tuple(hidden), num_classes=num_classes)
-  params = model.init(key, x_NxD[:1])
-  opt = optax.adamw(learning_rate, weight_decay=weight_decay)
+def medical_split(key: jax.Array, n_train: int = 200,
+                  manual_dir: str | None = None) -> MedicalSplit:
+  """A random permutation of the patients (from ``key``): the first ``n_train`` train.
 
-  def loss_fn(p):
-    logits = model.apply(p, x_NxD)
-    return optax.softmax_cross_entropy_with_integer_labels(logits, y_N).mean()
+  Features are standardised with the training patients' mean and standard
+  deviation (+1e-6), so nothing of the held-out pool leaks into the classifier.
 
-  params, losses = jax.jit(lambda p: train.fit_full_batch(loss_fn, opt, p, steps))(params)
-  if not np.isfinite(np.asarray(losses[-1])):
-    raise FloatingPointError(f"classifier training diverged (final loss {losses[-1]})")
-  return model, params
-
-
-def medical_task(key: jax.Array, n_train: int = 200, data_dir: str | None = None,
-                 hidden: tuple[int, ...] = (32,), steps: int = 400) -> MedicalTask:
-  """Trains the classifier on ``n_train`` random patients; p(y|x) on the remaining pool."""
-  x, y = load_breast_cancer(data_dir)
+  Args:
+    key: PRNG key of the permutation.
+    n_train: training patients, in [10, N - 50] (N = 569).
+    manual_dir: folder of ``breast_cancer.csv`` (None: the copy inside scikit-learn).
+  """
+  x, y = load_breast_cancer(manual_dir)
   if not 10 <= n_train <= len(y) - 50:
     raise ValueError(f"n_train must be in [10, {len(y) - 50}], got {n_train}")
-  k_split, k_init = jax.random.split(key)
-  perm = np.asarray(jax.random.permutation(k_split, len(y)))
+  perm = np.asarray(jax.random.permutation(key, len(y)))
   tr, pool = perm[:n_train], perm[n_train:]
   mean, std = x[tr].mean(0), x[tr].std(0) + 1e-6
-  xs = (x - mean) / std
-  model, params = fit_classifier(k_init, jnp.asarray(xs[tr]), jnp.asarray(y[tr]), num_classes=2,
-                                 hidden=hidden, steps=steps)
-  probs = np.asarray(jax.nn.softmax(model.apply(params, jnp.asarray(xs)), axis=-1), np.float32)
-  probs = probs / probs.sum(1, keepdims=True)
-  acc = lambda idx: float((probs[idx].argmax(1) == y[idx]).mean())
-  return MedicalTask(probs[pool], y[pool], acc(tr), acc(pool))
+  return MedicalSplit((x - mean) / std, y, tr, pool)
 
 
 def medical_losses() -> dict[str, np.ndarray]:

@@ -5,7 +5,11 @@ A paper's ``main.py`` is three lines::
     from reprojax.experiments import launcher
     from reprojax.experiments.<slug> import experiment
     if __name__ == "__main__":
-      launcher.main(experiment.run, paper="<slug>")
+      launcher.main(experiment.run, experiment.claims, paper="<slug>")
+
+``run(config, workdir)`` computes and returns the metrics (a flat mapping of
+name to number) and writes the plots; ``claims(config, metrics)`` is a pure
+function of them, so a verdict can be recomputed from any ``results.json``.
 
 and is run as::
 
@@ -28,7 +32,7 @@ import importlib.util
 import os
 import sys
 import time
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 from absl import app
 from absl import flags
@@ -39,7 +43,9 @@ from ml_collections import config_flags
 
 from reprojax.experiments import results as results_lib
 
-RunFn = Callable[[ml_collections.ConfigDict, str], results_lib.Outcome]
+RunFn = Callable[[ml_collections.ConfigDict, str], Mapping[str, float]]
+ClaimsFn = Callable[[ml_collections.ConfigDict, Mapping[str, float]],
+                    Sequence[results_lib.Claim]]
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Path to an ml_collections config file (configs/<name>.py).",
@@ -82,22 +88,25 @@ def initialize_distributed(coordinator_address: str | None, num_processes: int |
                                num_processes=num_processes, process_id=process_id)
 
 
-def execute(run: RunFn, *, paper: str, config: ml_collections.ConfigDict,
+def execute(run: RunFn, claims: ClaimsFn, *, paper: str, config: ml_collections.ConfigDict,
             workdir: str) -> dict:
   """Runs one experiment and writes ``<workdir>/results.json`` (process 0 only).
 
-  Usable without flags, e.g. from a notebook or a test.
+  The claims are computed from the metrics as ``results.json`` records them
+  (:func:`reprojax.experiments.results.metric_values`), so recomputing them from
+  the file gives the same verdicts. Usable without flags, from a notebook or a test.
   """
   os.makedirs(workdir, exist_ok=True)
   results_path = os.path.join(workdir, "results.json")
   if jax.process_index() == 0 and os.path.exists(results_path):
     os.remove(results_path)  # a failed rerun must not leave the old verdict in place
   t0 = time.time()
-  outcome = run(config, workdir)
+  metrics = results_lib.metric_values(run(config, workdir))
+  found = claims(config, metrics)
   wall_s = time.time() - t0
   res = results_lib.results_dict(
       paper=paper, scale=str(config.get("scale", "custom")), seed=int(config.get("seed", 0)),
-      wall_s=wall_s, config=config.to_dict(), outcome=outcome)
+      wall_s=wall_s, config=config.to_dict(), metrics=metrics, claims=found)
   if jax.process_index() == 0:
     results_lib.write_results(results_path, res)
     for c in res["claims"]:
@@ -107,7 +116,7 @@ def execute(run: RunFn, *, paper: str, config: ml_collections.ConfigDict,
   return res
 
 
-def _main(argv, *, run: RunFn, paper: str) -> None:
+def _main(argv, *, run: RunFn, claims: ClaimsFn, paper: str) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   config = _CONFIG.value
@@ -121,7 +130,7 @@ def _main(argv, *, run: RunFn, paper: str) -> None:
     logging.info("process %d/%d, %d local / %d global devices (%s)", jax.process_index(),
                  jax.process_count(), jax.local_device_count(), jax.device_count(),
                  jax.devices()[0].platform)
-    execute(run, paper=paper, config=config, workdir=_WORKDIR.value)
+    execute(run, claims, paper=paper, config=config, workdir=_WORKDIR.value)
   except FRIENDLY_ERRORS as e:
     logging.flush()
     print(f"error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
@@ -169,6 +178,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
     sys.exit(2)
 
 
-def main(run: RunFn, *, paper: str) -> None:
+def main(run: RunFn, claims: ClaimsFn, *, paper: str) -> None:
   """The entry point of a paper's ``main.py``."""
-  app.run(functools.partial(_main, run=run, paper=paper), flags_parser=_parse_flags)
+  app.run(functools.partial(_main, run=run, claims=claims, paper=paper),
+          flags_parser=_parse_flags)

@@ -6,6 +6,7 @@ cores) and ``configs/full.py`` (the paper's scale; its docstring names the
 hardware and time it needs). Add the slug here last, once its tests pass.
 """
 
+import importlib.util
 import os
 
 PAPERS: tuple[str, ...] = (
@@ -28,3 +29,12 @@ def config_path(slug: str, scale: str) -> str:
   if scale not in SCALES:
     raise ValueError(f"unknown scale {scale!r}; expected one of {SCALES}")
   return os.path.join(os.path.dirname(os.path.abspath(__file__)), slug, "configs", f"{scale}.py")
+
+
+def load_config(slug: str, scale: str):
+  """``get_config()`` of ``slug``'s config at ``scale`` (an ``ml_collections.ConfigDict``)."""
+  spec = importlib.util.spec_from_file_location(f"_config_{slug}_{scale}",
+                                                config_path(slug, scale))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config()

@@ -1,6 +1,8 @@
 r"""Runs every registered paper at one scale and regenerates ``results/``.
 
     python -m reprojax.experiments.reproduce --papers=all --scale=quick --out=results
+    # every paper as 2 processes on this host (jax.distributed over localhost):
+    python -m reprojax.experiments.reproduce --papers=all --processes=2 --out=/tmp/two
 
 Each paper runs in its own process through its launcher (``experiments/<slug>/main.py``)
 on a fresh work folder, so one paper's failure (an exception, a crash, a timeout)
@@ -13,6 +15,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -30,6 +33,16 @@ _WORK = flags.DEFINE_string("workroot", os.path.join(".work", "reproduce"),
                             "Where each paper's workdir (checkpoints, metrics) goes.")
 _TIMEOUT = flags.DEFINE_integer("timeout_s", 1800, "Per-paper time limit in seconds.")
 _RESUME = flags.DEFINE_bool("resume", False, "Keep existing workdirs (resume) instead of starting fresh.")
+_PROCESSES = flags.DEFINE_integer(
+    "processes", 1, "Run each paper as this many processes on this host, joined by "
+    "jax.distributed through a localhost coordinator (a multi-host rehearsal); process 0 "
+    "writes results.json.")
+
+
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    return s.getsockname()[1]
 
 
 def _last_error_line(text: str) -> str:
@@ -41,26 +54,50 @@ def _last_error_line(text: str) -> str:
 
 
 def run_paper(slug: str, scale: str, out: str, workroot: str, timeout_s: int,
-              resume: bool = False) -> str | None:
-  """Runs one paper; returns None on success or a one-line error."""
+              resume: bool = False, processes: int = 1) -> str | None:
+  """Runs one paper (as ``processes`` local processes); returns None or a one-line error."""
   workdir = os.path.join(workroot, slug)
   if not resume and os.path.exists(workdir):
     shutil.rmtree(workdir)
   cmd = [sys.executable, "-m", f"reprojax.experiments.{slug}.main",
          f"--config={registry.config_path(slug, scale)}", f"--workdir={workdir}"]
-  print(f"[reproduce] {slug}: {' '.join(cmd)}", flush=True)
+  cmds = [cmd]
+  if processes > 1:
+    port = _free_port()
+    cmds = [cmd + [f"--coordinator_address=localhost:{port}", f"--num_processes={processes}",
+                   f"--process_id={i}"] for i in range(processes)]
+  print(f"[reproduce] {slug}: {' '.join(cmds[0])}"
+        + (f" (x{processes} processes)" if processes > 1 else ""), flush=True)
   t0 = time.time()
-  try:
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=timeout_s)
-  except subprocess.TimeoutExpired:
-    return f"timed out after {timeout_s} s"
-  log = proc.stdout or ""
   os.makedirs(workdir, exist_ok=True)
-  with open(os.path.join(workdir, "reproduce.log"), "w") as f:
-    f.write(log)
-  if proc.returncode != 0:
-    return f"exit {proc.returncode}: {_last_error_line(log)}"
+  logs = [open(os.path.join(workdir, f"reproduce{'' if i == 0 else f'.{i}'}.log"), "w+")
+          for i in range(len(cmds))]
+  procs = [subprocess.Popen(c, stdout=f, stderr=subprocess.STDOUT, text=True)
+           for c, f in zip(cmds, logs)]
+  try:  # poll: a process that fails must not leave the others waiting on a collective
+    while any(p.poll() is None for p in procs):
+      if any(p.poll() not in (None, 0) for p in procs) or time.time() - t0 > timeout_s:
+        break
+      time.sleep(0.2)
+  finally:
+    for p in procs:
+      if p.poll() is None:
+        p.kill()
+        p.wait()
+  codes = [p.returncode for p in procs]
+  if time.time() - t0 > timeout_s and any(c != 0 for c in codes):
+    return f"timed out after {timeout_s} s"
+  texts = []
+  for f in logs:
+    f.seek(0)
+    texts.append(f.read())
+    f.close()
+  bad = sorted(((i, c) for i, c in enumerate(codes) if c != 0),
+               key=lambda ic: ic[1] < 0)  # the process that failed before the ones we killed
+  if bad:
+    i, c = bad[0]
+    return (f"exit {c}" + (f" (process {i})" if processes > 1 else "")
+            + f": {_last_error_line(texts[i])}")
   res_path = os.path.join(workdir, "results.json")
   if not os.path.isfile(res_path):
     return "finished without writing results.json"
@@ -83,7 +120,8 @@ def main(argv) -> None:
   failures = {}
   t0 = time.time()
   for slug in slugs:
-    err = run_paper(slug, _SCALE.value, _OUT.value, _WORK.value, _TIMEOUT.value, _RESUME.value)
+    err = run_paper(slug, _SCALE.value, _OUT.value, _WORK.value, _TIMEOUT.value, _RESUME.value,
+                    _PROCESSES.value)
     if err is not None:
       print(f"[reproduce] {slug}: FAILED: {err}", flush=True)
       failures[slug] = err

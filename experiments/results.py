@@ -1,9 +1,10 @@
 """The results contract of ``shared/STYLE.md``: one ``results.json`` per run and one report.
 
-An experiment's ``run(config, workdir)`` returns an :class:`Outcome` (metrics and
-claims); the launcher adds the run's identity (paper, scale, seed, wall time,
-config) and writes ``results.json`` atomically, so an interrupted run never
-leaves a half-written file. :func:`write_report` gathers every paper's
+An experiment's ``run(config, workdir)`` returns its metrics and its pure
+``claims(config, metrics)`` the :class:`Claim` list; the launcher adds the run's
+identity (paper, scale, seed, wall time, config) and writes ``results.json``
+atomically, so an interrupted run never leaves a half-written file.
+:func:`load_metrics` reads the metrics back as the claims saw them. :func:`write_report` gathers every paper's
 ``results.json`` under a results folder into ``REPORT.md``.
 
 A claim's ``holds`` must be computed from measured metrics by code, never typed.
@@ -32,25 +33,30 @@ class Claim(NamedTuple):
             "ours": self.ours, "holds": bool(self.holds)}
 
 
-class Outcome(NamedTuple):
-  """What an experiment's ``run`` returns: scalar metrics and the claims."""
-
-  metrics: Mapping[str, float]
-  claims: Sequence[Claim]
-
-
-def _to_number(name: str, value: Any) -> float | int | None:
+def _to_number(name: str, value: Any) -> float | int:
   try:
     value = value.item() if hasattr(value, "item") else value
   except (TypeError, ValueError) as e:
     raise ValueError(f"metric {name!r} must be a scalar, got {value!r}") from e
   if isinstance(value, bool):
     return int(value)
-  if isinstance(value, int):
+  if isinstance(value, (int, float)):
     return value
-  if isinstance(value, float):
-    return value if math.isfinite(value) else None  # JSON has no NaN
   raise ValueError(f"metric {name!r} must be a number, got {type(value).__name__}")
+
+
+def metric_values(metrics: Mapping[str, Any]) -> dict[str, float | int]:
+  """Metrics as plain Python numbers, as ``results.json`` holds them (non-finite as NaN)."""
+  out = {}
+  for k, v in metrics.items():
+    v = _to_number(k, v)
+    out[k] = v if isinstance(v, int) or math.isfinite(v) else float("nan")
+  return out
+
+
+def load_metrics(results: Mapping[str, Any]) -> dict[str, float | int]:
+  """The metrics of a loaded ``results.json``, JSON's ``null`` back to NaN."""
+  return {k: float("nan") if v is None else v for k, v in results["metrics"].items()}
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -69,21 +75,26 @@ def atomic_write_text(path: str, text: str) -> None:
 
 
 def results_dict(*, paper: str, scale: str, seed: int, wall_s: float,
-                 config: Mapping[str, Any], outcome: Outcome) -> dict[str, Any]:
-  """Builds the ``results.json`` object of the contract."""
-  if not isinstance(outcome, Outcome):
-    raise ValueError(f"run() must return experiments.results.Outcome, got {type(outcome).__name__}")
-  for c in outcome.claims:
+                 config: Mapping[str, Any], metrics: Mapping[str, Any],
+                 claims: Sequence[Claim]) -> dict[str, Any]:
+  """Builds the ``results.json`` object of the contract (NaN and infinities as ``null``)."""
+  if not isinstance(metrics, Mapping):
+    raise ValueError(f"run() must return a mapping of metric name to number, got "
+                     f"{type(metrics).__name__}")
+  for c in claims:
     if not isinstance(c, Claim):
-      raise ValueError(f"claims must be experiments.results.Claim, got {type(c).__name__}")
+      raise ValueError(f"claims() must return reprojax.experiments.results.Claim, got "
+                       f"{type(c).__name__}")
+  values = metric_values(metrics)
   return {
       "paper": paper,
       "scale": scale,
       "seed": int(seed),
       "wall_s": round(float(wall_s), 2),
       "config": json.loads(json.dumps(dict(config), default=str)),
-      "metrics": {k: _to_number(k, v) for k, v in outcome.metrics.items()},
-      "claims": [c.to_json() for c in outcome.claims],
+      "metrics": {k: v if isinstance(v, int) or math.isfinite(v) else None  # JSON has no NaN
+                  for k, v in values.items()},
+      "claims": [c.to_json() for c in claims],
   }
 
 

@@ -15,7 +15,7 @@ and on several processes once ``jax.distributed`` is initialised.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import jax
 import numpy as np
@@ -90,8 +90,12 @@ def _place(x, sharding: NamedSharding, rows: int | None = None):
   """``x`` (held in full by every process) as a global array; rows padded to ``rows``.
 
   Padding repeats the last entry along the leading axis. PRNG key arrays travel
-  as their raw key data and are wrapped again on the devices.
+  as their raw key data and are wrapped again on the devices. A
+  ``jax.ShapeDtypeStruct`` stays abstract (for ``lower`` without data).
   """
+  if isinstance(x, jax.ShapeDtypeStruct):
+    shape = x.shape if rows is None else (max(rows, x.shape[0]),) + tuple(x.shape[1:])
+    return jax.ShapeDtypeStruct(shape, x.dtype, sharding=sharding)
   impl = None
   if hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
     impl, x = jax.random.key_impl(x), jax.random.key_data(x)
@@ -102,6 +106,20 @@ def _place(x, sharding: NamedSharding, rows: int | None = None):
   else:  # several processes: each contributes its own devices' slices
     x = global_array(np.asarray(x), sharding)
   return x if impl is None else jax.random.wrap_key_data(x, impl=impl)
+
+
+class Step(NamedTuple):
+  """A paper's main sharded computation, as the every-paper test checks it.
+
+  ``build(mesh)`` returns the jitted, sharded callable (with ``.lower``), e.g.
+  ``lambda mesh: vmap_sharded(per_replica, mesh, in_axes)``; ``args`` are its
+  arguments, concrete arrays or ``jax.ShapeDtypeStruct`` (to lower only). Each
+  experiment's ``main_step(config, key)`` returns one: concrete, valid inputs at
+  the config's shapes drawn from ``key``, or abstract ones when ``key`` is None.
+  """
+
+  build: Callable[[Mesh], Callable]
+  args: tuple
 
 
 def replica_array(x, mesh: Mesh):
@@ -139,7 +157,9 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
 
   Returns:
     A callable with ``fn``'s positional arguments, batched as ``in_axes`` says;
-    its ``lower(*args)`` gives the lowered sharded program (HLO, cost).
+    its ``lower(*args)`` gives the lowered sharded program (HLO, cost), and
+    accepts ``jax.ShapeDtypeStruct`` arguments: a paper-scale program can be
+    lowered (checked to partition) without its data.
   """
   vf = jax.vmap(fn, in_axes=in_axes)
   cache = {}

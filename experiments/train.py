@@ -20,12 +20,18 @@
 * checkpoints are an orbax ``CheckpointManager`` under ``<workdir>/checkpoints``,
   saved synchronously (a kill never leaves a half-written one: orbax finalises a
   step by an atomic rename), and the latest is restored on start.
+
+:func:`fit_replicas` trains R seed replicas of a small model at once (one
+``jax.jit`` of a ``jax.vmap``, replicas split over ``data``), for experiments
+that report means and standard errors over seeds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import time
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from absl import logging
@@ -81,6 +87,55 @@ def _checkpoint_manager(workdir: str, keep: int) -> ocp.CheckpointManager:
                                options=options)
 
 
+def padded_batch_size(batch_size: int, mesh: jax.sharding.Mesh) -> int:
+  """``batch_size`` rounded up to a multiple of the ``data`` axis (the padding is masked)."""
+  d = mesh.shape[sharding.DATA]
+  return -(-batch_size // d) * d
+
+
+def make_train_step(*, mesh: jax.sharding.Mesh, loss_fn: LossFn,
+                    optimizer: optax.GradientTransformation, batch_size: int,
+                    abstract_state: TrainState) -> Callable:
+  """The jitted, sharded step :func:`fit` runs: ``(state, batch, mask_P, key) -> (state, metrics)``.
+
+  ``batch`` holds ``P = padded_batch_size(batch_size, mesh)`` examples split over
+  ``data`` and ``mask_P`` marks the real ones; the loss and the logged metrics
+  are means over those. The state is sharded by
+  :func:`reprojax.experiments.sharding.state_shardings` and donated. Lowering it
+  on ``jax.ShapeDtypeStruct`` arguments checks a paper-scale step partitions.
+  """
+  padded = padded_batch_size(batch_size, mesh)
+  state_sh = sharding.state_shardings(mesh, abstract_state)
+  data_sh = sharding.data_sharding(mesh)
+  repl = sharding.replicated(mesh)
+
+  def mean_loss(params, batch, mask_P, key):
+    loss_P, aux = loss_fn(params, batch, key)
+    per_example = {"loss": loss_P, **aux}
+    for name, v in per_example.items():
+      if v.shape != (padded,):
+        raise ValueError(f"loss_fn must return per-example values of shape ({padded},); "
+                         f"{name!r} has shape {v.shape}")
+    if padded == batch_size:  # no padding: the plain mean (bit-identical to an unmasked loop)
+      means = {k: jnp.mean(v) for k, v in per_example.items()}
+    else:
+      means = {k: jnp.sum(jnp.where(mask_P, v, 0.0)) / batch_size
+               for k, v in per_example.items()}
+    return means.pop("loss"), means
+
+  def train_step(state: TrainState, batch: Batch, mask_P: jax.Array, key: jax.Array):
+    key = jax.random.fold_in(key, state.step)
+    (loss, aux), grads = jax.value_and_grad(mean_loss, has_aux=True)(
+        state.params, batch, mask_P, key)
+    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    out = {"loss": loss, **aux, "grad_norm": optax.global_norm(grads)}
+    return TrainState(state.step + 1, params, opt_state), out
+
+  return jax.jit(train_step, in_shardings=(state_sh, data_sh, data_sh, repl),
+                 out_shardings=(state_sh, repl), donate_argnums=(0,))
+
+
 def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], Any],
         loss_fn: LossFn, optimizer: optax.GradientTransformation, train_arrays: Sequence[np.ndarray],
         batch_size: int, num_steps: int, seed: int, log_every: int = 50,
@@ -124,36 +179,12 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
   abstract = jax.eval_shape(init, init_key)
   state_sh = sharding.state_shardings(mesh, abstract)
   data_sh = sharding.data_sharding(mesh)
-  repl = sharding.replicated(mesh)
-
-  d = mesh.shape[sharding.DATA]
-  padded = -(-batch_size // d) * d
+  padded = padded_batch_size(batch_size, mesh)
   if padded != batch_size:
     logging.info("global batch %d padded to %d for the %d-way 'data' axis (padding masked)",
-                 batch_size, padded, d)
-  mask = np.arange(padded) < batch_size  # (P,): the real examples of every batch
-
-  def mean_loss(params, batch, mask_P, key):
-    loss_P, aux = loss_fn(params, batch, key)
-    per_example = {"loss": loss_P, **aux}
-    for name, v in per_example.items():
-      if v.shape != (padded,):
-        raise ValueError(f"loss_fn must return per-example values of shape ({padded},); "
-                         f"{name!r} has shape {v.shape}")
-    means = {k: jnp.sum(jnp.where(mask_P, v, 0.0)) / batch_size for k, v in per_example.items()}
-    return means.pop("loss"), means
-
-  def train_step(state: TrainState, batch: Batch, mask_P: jax.Array, key: jax.Array):
-    key = jax.random.fold_in(key, state.step)
-    (loss, aux), grads = jax.value_and_grad(mean_loss, has_aux=True)(
-        state.params, batch, mask_P, key)
-    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    out = {"loss": loss, **aux, "grad_norm": optax.global_norm(grads)}
-    return TrainState(state.step + 1, params, opt_state), out
-
-  step_fn = jax.jit(train_step, in_shardings=(state_sh, data_sh, data_sh, repl),
-                    out_shardings=(state_sh, repl), donate_argnums=(0,))
+                 batch_size, padded, mesh.shape[sharding.DATA])
+  step_fn = make_train_step(mesh=mesh, loss_fn=loss_fn, optimizer=optimizer,
+                            batch_size=batch_size, abstract_state=abstract)
 
   with _quiet():
     mngr = _checkpoint_manager(workdir, keep_checkpoints)
@@ -183,7 +214,7 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
     if step % log_every == 0 or step == num_steps:
       writer.write(step, host)
 
-  mask_P = sharding.global_array(mask, data_sh)
+  mask_P = sharding.global_array(np.arange(padded) < batch_size, data_sh)  # the real examples
   pending = None
   try:
     for t in range(start, last):
@@ -251,3 +282,343 @@ def fit_full_batch(loss_fn: Callable[[Any], jax.Array], optimizer: optax.Gradien
   (params, _), losses = jax.lax.scan(step, (params, optimizer.init(params)), None,
                                      length=num_steps)
   return params, losses
+
+
+# Seed replicas: R independent trainings of one model in one compiled program.
+
+# (params, batch, key[, replica_args]) -> (per-example loss (B,), {name: per-example value (B,)})
+ReplicaLossFn = Callable[..., tuple[jax.Array, Mapping[str, jax.Array]]]
+
+
+class ReplicaFit(NamedTuple):
+  """What :func:`fit_replicas` returns: host arrays, replica r on row r of every leaf."""
+
+  params: Any  # the final parameters, every leaf (R, ...)
+  metrics: dict[str, np.ndarray]  # "loss" and loss_fn's aux: batch means (R, T), before each update
+  evals: Any  # eval_fn's outputs, every leaf (R, ...); None without eval_fn
+  step_s: float  # wall seconds per step of the compiled run, all R replicas together
+  compile_s: float  # wall seconds of the one compilation
+
+
+def sample_batch_indices(seeds: Sequence[int], num_examples: Sequence[int], num_steps: int,
+                         batch_size: int, stream: int = 7) -> np.ndarray:
+  """Minibatch indices ``(R, T, B)``: replica r draws each batch uniformly, with replacement,
+  from its first ``num_examples[r]`` examples.
+
+  Replica r's draws come from ``np.random.default_rng([seeds[r], stream])`` alone, so a
+  replica sees the same batches whether it trains alone or beside others, and replicas
+  that share a seed but differ in their data (noise level, dataset) see the same pairs
+  (common random numbers).
+  """
+  if len(seeds) != len(num_examples):
+    raise ValueError(f"got {len(seeds)} seeds for {len(num_examples)} example counts")
+  if num_steps < 1 or batch_size < 1:
+    raise ValueError(f"num_steps and batch_size must be >= 1, got {num_steps} and {batch_size}")
+  if any(int(n) < 1 for n in num_examples):
+    raise ValueError(f"every replica needs >= 1 example, got num_examples={list(num_examples)}")
+  return np.stack([np.random.default_rng([int(s), stream]).integers(
+      0, int(n), (num_steps, batch_size)) for s, n in zip(seeds, num_examples)])
+
+
+def _flags(stacked: bool | Sequence[bool], arrays: Sequence[Any], what: str) -> tuple[bool, ...]:
+  """One replica-stacked flag per array (``stacked`` is one for all, or one per array)."""
+  if isinstance(stacked, (bool, np.bool_)):
+    return (bool(stacked),) * len(arrays)
+  stacked = tuple(bool(s) for s in stacked)
+  if len(stacked) != len(arrays):
+    raise ValueError(f"{what}: got {len(stacked)} stacked flags for {len(arrays)} arrays")
+  return stacked
+
+
+def _split(flags: tuple[bool, ...], arrays: Sequence[Any]) -> tuple[tuple, tuple]:
+  """(the replica-stacked arrays, the shared ones), each in order."""
+  return (tuple(a for f, a in zip(flags, arrays) if f),
+          tuple(a for f, a in zip(flags, arrays) if not f))
+
+
+def _merge(flags: tuple[bool, ...], own: Sequence[Any], shared: Sequence[Any]) -> tuple:
+  """The arrays in their original order from the stacked (``own``) and shared groups."""
+  own, shared = list(own), list(shared)
+  return tuple(own.pop(0) if f else shared.pop(0) for f in flags)
+
+
+def _replica_step(loss_fn: ReplicaLossFn, optimizer: optax.GradientTransformation) -> Callable:
+  """One replica's optimizer step.
+
+  ``(params, opt_state, step_key, t, idx_B, train_arrays, extra) -> (params, opt_state,
+  {"loss": (), name: ()})``: the batch is every training array at ``idx_B``, the loss
+  key ``fold_in(step_key, t)``, and ``extra`` is ``()`` or ``(replica_args,)``.
+  """
+
+  def step(params, opt_state, step_key, t, idx_B, train_arrays, extra):
+    batch = tuple(a[idx_B] for a in train_arrays)
+    (b,) = idx_B.shape
+
+    def mean_loss(p):
+      loss_B, aux = loss_fn(p, batch, jax.random.fold_in(step_key, t), *extra)
+      per_example = {"loss": loss_B, **aux}
+      for name, v in per_example.items():
+        if v.shape != (b,):
+          raise ValueError(f"loss_fn must return per-example values of shape ({b},); "
+                           f"{name!r} has shape {v.shape}")
+      means = {k: jnp.mean(v) for k, v in per_example.items()}
+      return means.pop("loss"), means
+
+    (loss, aux), grads = jax.value_and_grad(mean_loss, has_aux=True)(params)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, {"loss": loss, **aux}
+
+  return step
+
+
+def make_replica_step(*, mesh: jax.sharding.Mesh, loss_fn: ReplicaLossFn,
+                      optimizer: optax.GradientTransformation,
+                      stacked: bool | Sequence[bool] = True) -> Callable:
+  """One optimizer step of R replicas, a sharded program: :func:`make_replica_trainer`'s body.
+
+  Returns ``step(params_R, opt_state_R, step_keys_R, t, batch_idx_RxB, train_arrays,
+  replica_args=None) -> (params_R, opt_state_R, {name: (R,)})`` (every ``_R``
+  argument with leading replica axis R; ``t`` the step number, shared), with
+  ``step.lower(...)`` on the same arguments (``jax.ShapeDtypeStruct`` allowed). The
+  per-replica step is the one :func:`fit_replicas` scans over, ``jax.vmap``-ed by
+  :func:`reprojax.experiments.sharding.vmap_sharded` (replicas split over ``data``).
+  ``stacked`` and ``replica_args`` are as for :func:`fit_replicas`.
+  """
+  one_step = _replica_step(loss_fn, optimizer)
+  programs = {}
+
+  def split(params, opt_state, step_keys, t, batch_idx, train_arrays, replica_args=None):
+    flags = _flags(stacked, tuple(train_arrays), "train_arrays")
+    if flags not in programs:
+      def one(p, o, key, t, idx_B, own, shared, replica_args, flags=flags):
+        extra = () if replica_args is None else (replica_args,)
+        return one_step(p, o, key, t, idx_B, _merge(flags, own, shared), extra)
+      programs[flags] = sharding.vmap_sharded(one, mesh, in_axes=(0, 0, 0, None, 0, 0, None, 0))
+    return programs[flags], (params, opt_state, step_keys, t, batch_idx,
+                             *_split(flags, tuple(train_arrays)), replica_args)
+
+  def step(*args, **kwargs):
+    program, flat = split(*args, **kwargs)
+    return _call_padded(program, flat, (0, 0, 0, None, 0, 0, None, 0), mesh)
+
+  def lower(*args, **kwargs):
+    program, flat = split(*args, **kwargs)
+    return program.lower(*flat)
+
+  step.lower = lower
+  return step
+
+
+# in_axes of the per-replica run: keys, keys, indices, stacked and shared training arrays,
+# replica_args, stacked and shared eval arrays.
+_RUN_AXES = (0, 0, 0, 0, None, 0, 0, None)
+
+
+def make_replica_trainer(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], Any],
+                         loss_fn: ReplicaLossFn, optimizer: optax.GradientTransformation,
+                         stacked: bool | Sequence[bool] = True,
+                         eval_fn: Callable[..., Any] | None = None,
+                         eval_stacked: bool | Sequence[bool] = True) -> Callable:
+  """The jitted program :func:`fit_replicas` runs, for callers that build the arguments themselves.
+
+  One replica's whole run is a pure function of its keys, its minibatch indices
+  and its data: ``params = init_params(init_key)``, then a ``lax.scan`` over the T
+  rows of ``batch_idx_TxB`` whose step t is one optimizer step on the batch mean of
+  ``loss_fn(params, batch, fold_in(step_key, t)[, replica_args])`` (``batch``:
+  every training array at the step's indices; :func:`make_replica_step` is the
+  same step on its own), then ``eval_fn(params, eval_arrays[, replica_args])``.
+  That function is ``jax.vmap``-ed over replicas by
+  :func:`reprojax.experiments.sharding.vmap_sharded`: the replica axis is split
+  over the mesh's ``data`` axis (padded to a multiple of it) and replicas never
+  communicate, so the result equals the one-device run up to the compiler's
+  floating-point order.
+
+  Returns:
+    ``trainer(init_keys_R, step_keys_R, batch_idx_RxTxB, train_arrays, replica_args=None,
+    eval_arrays=()) -> (params_R, {name: (R, T)}, evals_R)``, with ``trainer.lower(...)``
+    on the same arguments (``jax.ShapeDtypeStruct`` allowed) giving the lowered program.
+    ``stacked`` (one flag, or one per training array) says which training arrays have
+    a leading replica axis ``(R, N, ...)``; the others ``(N, ...)`` are shared by all
+    replicas (replicated, not copied R times); ``eval_stacked`` likewise for
+    ``eval_arrays``. ``replica_args`` (optional) is a pytree with leading axis R, for
+    per-replica constants such as normalisers or a swept hyperparameter.
+  """
+  one_step = _replica_step(loss_fn, optimizer)
+
+  def run(init_key, step_key, idx_TxB, train_own, train_shared, replica_args, eval_own,
+          eval_shared, flags):
+    train_flags, eval_flags = flags
+    extra = () if replica_args is None else (replica_args,)
+    train_arrays = _merge(train_flags, train_own, train_shared)
+
+    def body(carry, t_and_idx):
+      params, opt_state, metrics = one_step(*carry, step_key, *t_and_idx, train_arrays, extra)
+      return (params, opt_state), metrics
+
+    params = init_params(init_key)
+    steps = jnp.arange(idx_TxB.shape[0], dtype=jnp.int32)
+    (params, _), metrics_T = jax.lax.scan(body, (params, optimizer.init(params)), (steps, idx_TxB))
+    evals = (None if eval_fn is None
+             else eval_fn(params, _merge(eval_flags, eval_own, eval_shared), *extra))
+    return params, metrics_T, evals
+
+  programs = {}
+
+  def split(init_keys, step_keys, batch_idx, train_arrays, replica_args=None, eval_arrays=()):
+    """The vmapped program for these kinds of arrays, and its positional arguments."""
+    train_arrays, eval_arrays = tuple(train_arrays), tuple(eval_arrays)
+    flags = (_flags(stacked, train_arrays, "train_arrays"),
+             _flags(eval_stacked, eval_arrays, "eval_arrays"))
+    if flags not in programs:
+      fn = lambda *a, flags=flags: run(*a, flags)  # noqa: E731
+      programs[flags] = sharding.vmap_sharded(fn, mesh, in_axes=_RUN_AXES)
+    return programs[flags], (init_keys, step_keys, batch_idx, *_split(flags[0], train_arrays),
+                             replica_args, *_split(flags[1], eval_arrays))
+
+  def trainer(*args, **kwargs):
+    program, flat = split(*args, **kwargs)
+    return _call_padded(program, flat, _RUN_AXES, mesh)
+
+  def lower(*args, **kwargs):
+    program, flat = split(*args, **kwargs)
+    return program.lower(*flat)
+
+  trainer.lower = lower
+  trainer.split = split
+  return trainer
+
+
+def _pad_rows(x: Any, rows: int) -> Any:
+  """``x``'s leading axis padded to ``rows`` by repeating its last row, on the host (numpy),
+  so that placing it compiles nothing; PRNG keys are padded as their key data."""
+  if hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+    impl = jax.random.key_impl(x)
+    return jax.random.wrap_key_data(_pad_rows(np.asarray(jax.random.key_data(x)), rows), impl=impl)
+  x = np.asarray(x)
+  return np.concatenate([x, np.repeat(x[-1:], rows - len(x), axis=0)]) if rows > len(x) else x
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _first_rows(tree: Any, rows: int) -> Any:
+  return jax.tree.map(lambda y: y[:rows], tree)
+
+
+def _call_padded(program: Callable, flat: Sequence[Any], axes: Sequence[int | None],
+                 mesh: jax.sharding.Mesh) -> Any:
+  """``program(*flat)`` (a :func:`reprojax.experiments.sharding.vmap_sharded` callable) with the
+  replica axis padded on the host beforehand, so that placing the arguments compiles no
+  padding ops, and the outputs cut back to the R real rows."""
+  r = next(np.shape(x)[0] for a, ax in zip(flat, axes) if ax == 0 for x in jax.tree.leaves(a))
+  d = mesh.shape[sharding.DATA]
+  rows = -(-r // d) * d
+  if rows == r:
+    return program(*flat)
+  flat = [jax.tree.map(lambda x: _pad_rows(x, rows), a) if ax == 0 else a
+          for a, ax in zip(flat, axes)]
+  return _first_rows(program(*flat), r)
+
+
+def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], Any],
+                 loss_fn: ReplicaLossFn, optimizer: optax.GradientTransformation,
+                 init_keys: jax.Array, step_keys: jax.Array, train_arrays: Sequence[Any],
+                 batch_size: int, num_steps: int, batch_seeds: Sequence[int],
+                 num_examples: Sequence[int] | None = None,
+                 stacked: bool | Sequence[bool] = True, replica_args: Any = None,
+                 eval_fn: Callable[..., Any] | None = None, eval_arrays: Sequence[Any] = (),
+                 eval_stacked: bool | Sequence[bool] = True) -> ReplicaFit:
+  """Trains R seed replicas of one model at once: one compile, no Python loop over replicas.
+
+  Replica r starts from ``init_params(init_keys[r])`` and takes ``num_steps``
+  minibatch steps of ``optimizer`` on the batch mean of its per-example loss;
+  its batches are :func:`sample_batch_indices` of ``batch_seeds[r]`` (uniform with
+  replacement from its first ``num_examples[r]`` examples) and step t's loss key
+  is ``fold_in(step_keys[r], t)``. The replicas run as one ``jax.jit`` of a
+  ``jax.vmap`` (:func:`make_replica_trainer`) with the replica axis split over
+  the mesh's ``data`` axis, compiled ahead of time and then timed. For models
+  small enough that R copies of the run fit on the devices; larger models train
+  one at a time with :func:`fit` (checkpointed, resumable).
+
+  Args:
+    mesh: device mesh with a ``data`` axis (replicas are split over it).
+    init_params: key -> parameters (one replica's).
+    loss_fn: ``(params, batch, key) -> (loss (B,), {name: (B,)})`` per example, as
+      for :func:`fit`; with ``replica_args`` it is called with the replica's row
+      of them as a fourth argument.
+    optimizer: an optax transformation.
+    init_keys, step_keys: ``(R,)`` PRNG keys (``jax.random.key``), one of each per
+      replica; keep them independent (e.g. from two different splits).
+    train_arrays: arrays with ``stacked`` ones ``(R, N, ...)`` (replica r's data) and
+      the others ``(N, ...)`` (shared by all replicas).
+    batch_size: examples per replica and step.
+    num_steps: optimizer steps.
+    batch_seeds: ``(R,)`` ints, the seeds of the replicas' minibatch draws.
+    num_examples: ``(R,)`` ints, how many leading examples replica r draws from
+      (default all N).
+    stacked: one flag for all training arrays or one per array (see above).
+    replica_args: optional pytree with leading axis R passed to ``loss_fn`` and
+      ``eval_fn`` (per-replica constants: normalisers, a swept hyperparameter).
+    eval_fn: optional ``(params, eval_arrays[, replica_args]) -> pytree``, computed
+      once after training (test errors, say).
+    eval_arrays, eval_stacked: its arrays and which of them are replica-stacked.
+
+  Returns:
+    A :class:`ReplicaFit` of host arrays cut to the R replicas.
+
+  Raises:
+    ValueError: on inconsistent shapes or counts.
+    NonFiniteLossError: when a replica's loss or metric is not finite, naming the
+      first such step and its replica.
+  """
+  r = int(np.shape(init_keys)[0]) if np.ndim(init_keys) else 0
+  if r < 1 or np.shape(step_keys)[:1] != (r,) or len(batch_seeds) != r:
+    raise ValueError(f"init_keys, step_keys and batch_seeds must share one leading size R >= 1, "
+                     f"got {np.shape(init_keys)}, {np.shape(step_keys)} and {len(batch_seeds)}")
+  if not train_arrays:
+    raise ValueError("train_arrays is empty")
+  flags = _flags(stacked, train_arrays, "train_arrays")
+  for f, a in zip(flags, train_arrays):
+    if f and np.shape(a)[0] != r:
+      raise ValueError(f"a stacked training array must have leading size R={r}, got {np.shape(a)}")
+  sizes = {np.shape(a)[1 if f else 0] for f, a in zip(flags, train_arrays)}
+  if len(sizes) != 1:
+    raise ValueError(f"training arrays disagree on the number of examples: "
+                     f"{[np.shape(a) for a in train_arrays]} (stacked: {flags})")
+  (n,) = sizes
+  num_examples = [n] * r if num_examples is None else [int(k) for k in num_examples]
+  if len(num_examples) != r or any(not 1 <= k <= n for k in num_examples):
+    raise ValueError(f"num_examples must be R={r} counts in [1, {n}], got {num_examples}")
+  for f, a in zip(_flags(eval_stacked, eval_arrays, "eval_arrays"), eval_arrays):
+    if f and np.shape(a)[0] != r:
+      raise ValueError(f"a stacked eval array must have leading size R={r}, got {np.shape(a)}")
+  idx_RxTxB = sample_batch_indices(batch_seeds, num_examples, num_steps, batch_size)
+
+  trainer = make_replica_trainer(mesh=mesh, init_params=init_params, loss_fn=loss_fn,
+                                 optimizer=optimizer, stacked=stacked, eval_fn=eval_fn,
+                                 eval_stacked=eval_stacked)
+  program, flat = trainer.split(init_keys, step_keys, idx_RxTxB, train_arrays, replica_args,
+                                eval_arrays)
+  # Place once (replica axis padded on the host and split over 'data', shared arrays
+  # replicated), compile ahead of time on the shapes, and time the run alone.
+  whole = sharding.replicated(mesh)
+  rows = -(-r // mesh.shape[sharding.DATA]) * mesh.shape[sharding.DATA]
+  placed = [jax.tree.map(lambda x: sharding.replica_array(_pad_rows(x, rows), mesh), a) if ax == 0
+            else jax.tree.map(lambda x: sharding.global_array(np.asarray(x), whole), a)
+            for a, ax in zip(flat, _RUN_AXES)]
+  abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding),
+                          placed)
+  t0 = time.perf_counter()
+  compiled = program.lower(*abstract).compile()
+  t1 = time.perf_counter()
+  params, metrics, evals = jax.block_until_ready(compiled(*placed))
+  step_s = (time.perf_counter() - t1) / num_steps
+  logging.info("trained %d replicas x %d steps: compile %.1f s, run %.1f s", r, num_steps,
+               t1 - t0, step_s * num_steps)
+  host = lambda t: jax.tree.map(lambda y: sharding.to_host(y)[:r], t)  # noqa: E731
+  params, metrics, evals = host(params), host(metrics), host(evals)
+  for name in sorted(metrics, key=lambda k: k != "loss"):  # name the loss first
+    bad = np.argwhere(~np.isfinite(metrics[name]))  # (replica, step) rows
+    if len(bad):
+      rep, step = (int(i) for i in bad[np.argmin(bad[:, 1])])
+      raise NonFiniteLossError(f"non-finite {name} at step {step} of replica {rep} (of {r}); "
+                               "lower the learning rate or check the inputs")
+  return ReplicaFit(params, metrics, evals, step_s, t1 - t0)

@@ -33,7 +33,6 @@ from typing import Sequence
 
 import flax.linen as nn
 import jax
-import jax.numpy as jnp
 
 from reprojax.algorithms.gwcn import propagate
 from reprojax.algorithms.gwcn import Shift

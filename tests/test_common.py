@@ -1,6 +1,7 @@
 """One common test over every paper's registered examples (shared/STYLE.md, 16)."""
 
 import importlib
+import inspect
 import pkgutil
 
 import jax
@@ -37,7 +38,10 @@ def _finite(tree):
              if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact))
 
 
-@pytest.mark.parametrize("ex", EXAMPLES)
+JITTABLE = [p for p in EXAMPLES if p.values[0].jittable]
+
+
+@pytest.mark.parametrize("ex", JITTABLE)
 def test_jit_once_and_finite(ex):
   f = jax.jit(ex.fn)
   out1 = f(*ex.make_args(jax.random.key(0)))
@@ -46,7 +50,7 @@ def test_jit_once_and_finite(ex):
   assert _finite(out1) and _finite(out2)
 
 
-@pytest.mark.parametrize("ex", [p for p in EXAMPLES if p.values[0].vmappable])
+@pytest.mark.parametrize("ex", [p for p in JITTABLE if p.values[0].vmappable])
 def test_vmap_equals_loop(ex):
   keys = jax.random.split(jax.random.key(2), 3)
   batched = jax.vmap(ex.make_args)(keys)
@@ -68,7 +72,21 @@ def test_bad_input_raises(ex):
 def test_second_eager_call_does_not_compile(ex):
   """Called as a notebook calls it (no outer jit), new values of the same shapes reuse the program."""
   args0, args1 = ex.make_args(jax.random.key(3)), ex.make_args(jax.random.key(4))
-  jax.block_until_ready(ex.fn(*args0))
+  out0 = jax.block_until_ready(ex.fn(*args0))
   before = len(_COMPILES)
   jax.block_until_ready(ex.fn(*args1))
   assert len(_COMPILES) == before, f"{len(_COMPILES) - before} compilations on the second call"
+  assert _finite(out0)
+
+
+def _covered(name, examples):
+  return any(ex.name == name or ex.name.startswith(name + "_") for ex in examples)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_exported_function_has_an_example(slug):
+  """Each public function of ``__all__`` is registered (an example named by it or ``<it>_...``)."""
+  mod = importlib.import_module(f"reprojax.algorithms.{slug}")
+  names = [n for n in mod.__all__ if inspect.isfunction(getattr(mod, n))]
+  missing = [n for n in names if not _covered(n, mod.examples())]
+  assert not missing, f"{slug} exports functions without a registered example: {missing}"

@@ -39,17 +39,38 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from reprojax.algorithms import _common
+from reprojax.algorithms.comparison_oracle import _jit
 from reprojax.algorithms.comparison_oracle import _oracle
 
 
+def _check_count(name: str, v, lo: int) -> None:
+  if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+    raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+
+
 def gradient_queries(n: int, bits: int) -> int:
-  """Comparisons charged by :func:`normalized_gradient` (before majority votes)."""
+  """Comparisons charged by :func:`normalized_gradient` (before majority votes):
+  ``Q_grad(n, K) = n + (n - 1) + (n - 1) K`` (host-side, Python ints)."""
+  _check_count("n", n, 1)
+  _check_count("bits", bits, 0)
   return n + (n - 1) + (n - 1) * bits
 
 
 def bits_for_accuracy(n: int, delta: float) -> int:
-  """Bisection steps for angle error at most ``delta``: ``ceil(log2(sqrt(n)/delta))``."""
+  """Bisection steps for angle error at most ``delta``: ``ceil(log2(sqrt(n-1)/delta))``, at least 1.
+
+  Host-side (Python numbers): the bound ``sin angle <= sqrt(n-1) 2^-K`` of the module docstring.
+  """
+  _check_count("n", n, 1)
+  try:
+    d = float(delta)
+  except (TypeError, ValueError):  # also a tracer: the number of bits is a host-side choice
+    d = math.nan
+  if not (math.isfinite(d) and d > 0):
+    raise ValueError(f"delta must be a finite number > 0, got {delta!r}")
   return max(1, math.ceil(math.log2(max(math.sqrt(max(n - 1, 1)), 1.0) / delta)))
 
 
@@ -121,8 +142,30 @@ def normalized_gradient(oracle: _oracle.ComparisonOracle, state: _oracle.OracleS
                                   jnp.asarray(bits, jnp.int32))
 
 
-def normalized_gradient_batch(oracle, state, x_BxN, gamma, bits):
-  """:func:`normalized_gradient` at ``B`` points at once (traced-friendly, no validation)."""
+@_jit.jit_when_eager(static_argnames=("oracle",))
+def normalized_gradient_batch(oracle: _oracle.ComparisonOracle, state: _oracle.OracleState,
+                              x_BxN: jax.Array, gamma, bits) -> tuple[jax.Array,
+                                                                      _oracle.OracleState]:
+  """:func:`normalized_gradient` at ``B`` points at once.
+
+  Each point gets its own noise key (split from ``state.key``); the returned state is
+  charged the sum of the ``B`` estimates' comparisons. Shapes are checked; values are
+  not (it is meant to run inside ``jit``/``vmap``; eager calls compile once per oracle
+  and shape).
+
+  Args:
+    oracle: comparison oracle (static).
+    state: oracle state.
+    x_BxN: the points, shape ``(B, n)``.
+    gamma: finite-difference radius.
+    bits: bisection steps :math:`K` (may be traced).
+
+  Returns:
+    ``(u_BxN, state)``: unit vectors, one per point.
+  """
+  _common.check_ndim("x_BxN", x_BxN, 2)
+  if x_BxN.shape[1] != oracle.n:
+    raise ValueError(f"x_BxN must have shape (B, {oracle.n}), got {x_BxN.shape}")
   B = x_BxN.shape[0]
   key, sub = jax.random.split(state.key)
   states = _oracle.OracleState(count=jnp.zeros((B,), jnp.int32),

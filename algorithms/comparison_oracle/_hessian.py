@@ -50,12 +50,30 @@ import jax.numpy as jnp
 
 from reprojax.algorithms import _linalg
 from reprojax.algorithms.comparison_oracle import _gradient
+from reprojax.algorithms.comparison_oracle import _jit
 from reprojax.algorithms.comparison_oracle import _oracle
 from reprojax.algorithms.comparison_oracle import _quantum
 
 
+@_jit.jit_when_eager(static_argnames=("oracle", "J"))
 def find_scale(oracle, state, x_N, g_hat_N, t_max, J: int = 24):
-  """Scale s ~ ||g||/||H|| from J nonadaptive comparisons f(x) > f(x - t_j g_hat), t_j = t_max 2^-j."""
+  r"""Scale :math:`s \approx \|g\|/\|H\|` from ``J`` nonadaptive comparisons.
+
+  Asks :math:`f(x) > f(x - t_j\hat g)` for :math:`t_j = t_{\max}2^{-j}`, :math:`j < J`, and
+  returns :math:`s = t_0/2` with :math:`t_0` the largest :math:`t_j` that still decreases
+  :math:`f` (the smallest :math:`t_j` when none does); see the module docstring.
+
+  Args:
+    oracle: comparison oracle (static).
+    state: oracle state; charged ``J`` comparisons.
+    x_N: the point, shape ``(n,)``.
+    g_hat_N: the normalized gradient at ``x`` (a descent direction is ``-g_hat``).
+    t_max: the largest step tried (the cap of ``s`` is ``t_max / 2``).
+    J: number of comparisons (static; an eager call compiles once per oracle, J and shape).
+
+  Returns:
+    ``(s, state)``.
+  """
   t_J = t_max * 2.0 ** (-jnp.arange(J, dtype=x_N.dtype))
   pts = x_N[None, :] - t_J[:, None] * g_hat_N[None, :]
   dec, state = _oracle.compare(oracle, state, jnp.broadcast_to(x_N, pts.shape), pts)
@@ -175,5 +193,7 @@ def normalized_hessian(oracle, state, x_N, key, *, gamma, bits=20, scale=None,
 
 
 def hessian_queries(n: int, bits: int, J: int = 24) -> int:
-  """Classical charge of :func:`normalized_hessian` with ``scale=None``."""
+  """Classical charge of :func:`normalized_hessian` with ``scale=None``:
+  ``(2n + 1) Q_grad(n, K) + J`` (host-side, Python ints)."""
+  _gradient._check_count("J", J, 0)
   return (2 * n + 1) * _gradient.gradient_queries(n, bits) + J

@@ -43,15 +43,17 @@ References:
 
 from __future__ import annotations
 
-import math
 from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from reprojax.algorithms import _common
 from reprojax.algorithms import _linalg
 from reprojax.algorithms.comparison_oracle import _gradient
 from reprojax.algorithms.comparison_oracle import _hessian
+from reprojax.algorithms.comparison_oracle import _jit
 from reprojax.algorithms.comparison_oracle import _oracle
 from reprojax.algorithms.comparison_oracle import _quantum
 
@@ -79,6 +81,7 @@ class Method(NamedTuple):
   step: Callable[[NamedTuple], NamedTuple]
 
 
+@_jit.jit_when_eager(static_argnames=("iters",))
 def trust_region_step(g_N, R_NxN, r, iters: int = 100):
   r"""Exact minimiser of :math:`g^\top d + \frac12 d^\top R d` over :math:`\|d\|\le r`.
 
@@ -87,7 +90,25 @@ def trust_region_step(g_N, R_NxN, r, iters: int = 100):
   :math:`\|R^{-1}g\|\le r`; otherwise bisection on :math:`\sigma` for
   :math:`\|d(\sigma)\|=r`, and in the hard case the boundary is reached along the
   bottom eigenvector.
+
+  Args:
+    g_N: the (normalized) gradient, shape ``(n,)``.
+    R_NxN: the symmetric model Hessian, shape ``(n, n)``.
+    r: the radius, a scalar ``> 0``.
+    iters: bisection steps on :math:`\sigma` (static).
+
+  Returns:
+    ``d_N``, the step.
   """
+  if np.ndim(g_N) != 1 or np.shape(R_NxN) != (np.shape(g_N)[0],) * 2:
+    raise ValueError(f"g_N must have shape (n,) and R_NxN (n, n), got {np.shape(g_N)} and "
+                     f"{np.shape(R_NxN)}")
+  if np.ndim(r) != 0:
+    raise ValueError(f"r must be a scalar, got shape {np.shape(r)}")
+  for name, v in (("g_N", g_N), ("R_NxN", R_NxN), ("r", r)):
+    _common.check_finite(name, v)
+  if _common.is_concrete(r) and not np.asarray(r) > 0:
+    raise ValueError(f"r must be > 0, got {r}")
   lam, V = _linalg.eigh(R_NxN)
   b = V.T @ g_N
   lam_min = lam[0]
@@ -206,8 +227,23 @@ def _validate_run(method, x0_N, eps, n):
   _oracle.validate_positive("eps", eps)
 
 
+@_jit.jit_when_eager(static_argnames=("method", "num_steps"))
 def run(method: Method, x0_N, key, eps, num_steps: int):
-  """Runs ``num_steps`` iterations; returns ``(final_state, xs_TxN, counts_T)`` (jit/vmap-able)."""
+  r"""Runs ``num_steps`` iterations of ``method`` from ``x0_N`` (a ``lax.scan``).
+
+  jit/vmap-able; an eager call compiles once per method object, ``num_steps`` and shape.
+
+  Args:
+    method: a :class:`Method` (:func:`make_method`), static.
+    x0_N: start, shape ``(n,)``.
+    key: PRNG key of the method.
+    eps: target :math:`\epsilon` (sets the radius or step size).
+    num_steps: iterations (static).
+
+  Returns:
+    ``(final_state, xs_TxN, counts_T)``: the iterates and the comparisons charged so far
+    after each iteration.
+  """
   state = method.init(x0_N, key, eps)
 
   def body(s, _):
@@ -218,12 +254,14 @@ def run(method: Method, x0_N, key, eps, num_steps: int):
   return final, xs, counts
 
 
+@_jit.jit_when_eager(static_argnames=("method", "monitor"))
 def queries_to_stationarity(method: Method, monitor: Callable[[jax.Array], jax.Array], x0_N,
                             key, eps, max_steps: int):
   r"""Runs until the evaluator's ``monitor(x) <= eps`` or ``max_steps``; jit/vmap-able.
 
   ``monitor`` (e.g. :math:`x\mapsto\|\nabla f(x)\|`) belongs to the experimenter; the
-  method never sees it. Returns ``(queries, steps, reached, x_final)``.
+  method never sees it. An eager call compiles once per method and monitor object and
+  shape (``max_steps`` may change). Returns ``(queries, steps, reached, x_final)``.
   """
   state = method.init(x0_N, key, eps)
 

@@ -64,7 +64,7 @@ class ComparisonOracle(NamedTuple):
 
 def make_oracle(f: Callable, n: int, *, flip_prob: float = 0.0, flip_scale: float = 0.0,
                 votes: int = 1) -> ComparisonOracle:
-  """Validates and builds a :class:`ComparisonOracle`.
+  r"""Validates and builds a :class:`ComparisonOracle`.
 
   Args:
     f: objective ``R^n -> R``; must return a scalar for an ``(n,)`` input.
@@ -106,9 +106,17 @@ def init_state(key: jax.Array) -> OracleState:
 
 
 def votes_for(flip_prob: float, num_comparisons: float, failure: float = 0.05) -> int:
-  """Smallest odd ``m`` with ``num_comparisons * exp(-2 m (1/2 - p)^2) <= failure``."""
+  """Smallest odd ``m`` with ``num_comparisons * exp(-2 m (1/2 - p)^2) <= failure`` (host-side).
+
+  By Hoeffding and a union bound, majorities of ``m`` answers are then all right, over
+  ``num_comparisons`` logical comparisons, with probability at least ``1 - failure``.
+  """
   if not 0.0 <= flip_prob < 0.5:
     raise ValueError(f"flip_prob must be in [0, 1/2), got {flip_prob}")
+  if not (math.isfinite(num_comparisons) and num_comparisons >= 0):
+    raise ValueError(f"num_comparisons must be finite and >= 0, got {num_comparisons}")
+  if not 0.0 < failure < 1.0:
+    raise ValueError(f"failure must be in (0, 1), got {failure}")
   if flip_prob == 0.0:
     return 1
   m = math.ceil(math.log(max(num_comparisons, 1.0) / failure) / (2 * (0.5 - flip_prob) ** 2))

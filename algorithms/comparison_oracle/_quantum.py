@@ -76,6 +76,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from reprojax.algorithms import _common
+from reprojax.algorithms.comparison_oracle import _jit
 from reprojax.algorithms.comparison_oracle import _oracle
 
 
@@ -131,6 +133,7 @@ def _reference(oracle, state, x_N, z_MxN, gamma, m_ref):
   return u_MxN[best], state
 
 
+@_jit.jit_when_eager(static_argnames=("oracle", "K"))
 def _coherent_search(oracle, x_N, u0_N, zeta_GxN, gamma, B, K):
   """The value r~(zeta) the K-step coherent binary search writes (simulator side, uncharged)."""
   G = zeta_GxN.shape[0]
@@ -254,8 +257,29 @@ def quantum_normalized_gradient(oracle, state, x_N, key, *, delta: float, gamma,
   return _quantum_jit(oracle, state, x_N, key, jnp.asarray(gamma, x_N.dtype), params)
 
 
-def quantum_gradient_batch(oracle, state, x_BxN, gamma, params):
-  """Closed-form quantum estimates at B points (traced-friendly, no validation)."""
+@_jit.jit_when_eager(static_argnames=("oracle", "params"))
+def quantum_gradient_batch(oracle, state, x_BxN, gamma, params: QuantumParams):
+  """:func:`quantum_normalized_gradient` (closed-form simulation) at ``B`` points at once.
+
+  Each point gets its own key (split from ``state.key``); the state is charged
+  ``B * params.queries``. Shapes are checked; values are not (it is meant to run
+  inside ``jit``/``vmap``; eager calls compile once per oracle, params and shape).
+
+  Args:
+    oracle: exact comparison oracle (static).
+    state: oracle state.
+    x_BxN: the points, shape ``(B, n)``.
+    gamma: finite-difference radius.
+    params: circuit sizes (:func:`quantum_params`, static).
+
+  Returns:
+    ``(u_BxN, state)``.
+  """
+  _check_exact(oracle)
+  _common.check_ndim("x_BxN", x_BxN, 2)
+  if x_BxN.shape[1] != oracle.n or params.n != oracle.n:
+    raise ValueError(f"x_BxN must have shape (B, {oracle.n}) and params.n {oracle.n}, got "
+                     f"{x_BxN.shape} and {params.n}")
   B = x_BxN.shape[0]
   key, sub = jax.random.split(state.key)
   keys = jax.random.split(sub, B)
@@ -272,13 +296,29 @@ def _grid(n, N, dtype):
   return z, jnp.asarray((z - N / 2) / N, dtype)
 
 
+def _check_circuit(oracle, x_N, u0_N, gamma, N, M, K=1, B=1.0):
+  """ValueError unless the simulator's inputs are valid (host-side functions below)."""
+  _oracle.validate_point("x_N", x_N, oracle.n)
+  _oracle.validate_point("u0_N", u0_N, oracle.n)
+  _oracle.validate_positive("gamma", gamma)
+  if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 2:
+    raise ValueError(f"N (grid points per coordinate) must be an int >= 2, got {N!r}")
+  if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
+    raise ValueError(f"K (binary-search depth) must be an int >= 1, got {K!r}")
+  for name, v in (("M", M), ("B", B)):
+    if not (np.ndim(v) == 0 and np.isfinite(v) and v > 0):
+      raise ValueError(f"{name} must be a finite scalar > 0, got {v!r}")
+
+
 def register_distribution(oracle, x_N, u0_N, *, gamma, N: int, M: float, K: int, B: float):
-  """Exact outcome distribution of the grid register, shape ``(N,)*n`` (ancilla traced out).
+  r"""Exact outcome distribution of the grid register, shape ``(N,)*n`` (ancilla traced out).
 
   The amplitude after uncomputation is :math:`N^{-n/2} e^{2\pi i M \tilde r(\zeta(z))}` with
   :math:`\tilde r` the value the coherent search writes (computed by emulating it on
-  every basis state); the QFT is ``numpy.fft.fftn(..., norm="ortho")``.
+  every basis state); the QFT is ``numpy.fft.fftn(..., norm="ortho")``. Host-side (numpy
+  output); the emulated search is one compiled program per oracle, ``K`` and shape.
   """
+  _check_circuit(oracle, x_N, u0_N, gamma, N, M, K, B)
   n = x_N.shape[0]
   if N ** n > 2 ** 22:
     raise ValueError(f"statevector too large: N**n = {N}**{n} > 2**22")
@@ -290,7 +330,12 @@ def register_distribution(oracle, x_N, u0_N, *, gamma, N: int, M: float, K: int,
 
 
 def closed_form_distribution(oracle, x_N, u0_N, *, gamma, N: int, M: float):
-  """The product-of-Fejér-kernels distribution, shape ``(N,)*n``, for comparison."""
+  r"""The product-of-Fejér-kernels distribution, shape ``(N,)*n``, for comparison.
+
+  Coordinates are independent with :math:`P(k_i) \propto` the phase-estimation kernel at
+  :math:`c_i = M w_i` (module docstring), ``w`` found by a 60-step emulated search. Host-side.
+  """
+  _check_circuit(oracle, x_N, u0_N, gamma, N, M)
   n = x_N.shape[0]
   w = np.asarray(_coherent_search(oracle, x_N, u0_N, jnp.eye(n, dtype=x_N.dtype), gamma,
                                   4.0 * math.sqrt(n) * N, 60), np.float64)
@@ -313,8 +358,9 @@ def statevector_circuit(oracle, x_N, u0_N, *, gamma, N: int, M: float, K: int, B
   ``ancilla_leak`` (mass left off ``|0>`` of the ancilla after uncomputation, should
   be 0), ``queries`` (``2K`` superposed oracle calls) and ``permutations`` (the
   ``K`` oracle calls as index permutations of the basis, so a test can check that
-  each is a bijection, i.e. a unitary).
+  each is a bijection, i.e. a unitary). Host-side (numpy).
   """
+  _check_circuit(oracle, x_N, u0_N, gamma, N, M, K, B)
   n = x_N.shape[0]
   G, A = N ** n, 2 ** K
   if G * A > 2 ** 20:
@@ -368,8 +414,22 @@ def statevector_circuit(oracle, x_N, u0_N, *, gamma, N: int, M: float, K: int, B
 
 
 def estimate_from_outcome(k_N, N: int, M: float):
-  """Decodes a measured outcome ``k`` (in 0..N-1 per coordinate) to a unit vector."""
+  r"""Decodes a measured outcome ``k`` (in 0..N-1 per coordinate) to a unit vector.
+
+  :math:`\hat w_i = \tilde k_i / M` with :math:`\tilde k_i` the signed (wrapped) outcome;
+  returns :math:`\hat w/\|\hat w\|`. Host-side (numpy).
+  """
   k = np.asarray(k_N)
+  if k.ndim != 1 or k.size < 1 or not np.issubdtype(k.dtype, np.integer):
+    raise ValueError(f"k_N must be a non-empty 1-D integer array, got {k.dtype} shape {k.shape}")
+  if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 2:
+    raise ValueError(f"N must be an int >= 2, got {N!r}")
+  if np.any((k < 0) | (k >= N)):
+    raise ValueError(f"k_N entries must lie in [0, {N}), got min {k.min()} max {k.max()}")
+  if not (np.ndim(M) == 0 and np.isfinite(M) and M > 0):
+    raise ValueError(f"M must be a finite scalar > 0, got {M!r}")
   ks = np.mod(k + N // 2, N) - N // 2
+  if not np.any(ks):
+    raise ValueError("k_N decodes to the zero vector (every outcome 0): no direction")
   w = ks / M
   return w / np.linalg.norm(w)

@@ -12,7 +12,10 @@ from reprojax.algorithms._common import Example
 from reprojax.algorithms.del_no import derivative_features
 from reprojax.algorithms.del_no import derivative_features_2d
 from reprojax.algorithms.del_no import fractional_derivative
+from reprojax.algorithms.del_no import gl_weights
 from reprojax.algorithms.del_no import optimal_order
+from reprojax.algorithms.del_no import order_gap_constant
+from reprojax.algorithms.del_no import spectral_risk
 
 
 _B, _N, _K = 2, 16, 2
@@ -68,5 +71,29 @@ EXAMPLES = (
                                jax.random.uniform(jax.random.fold_in(key, 1), (), minval=100.0,
                                                   maxval=5000.0)),
         bad_args=(np.float32(-0.1), np.float32(100.0)),
+    ),
+    Example(
+        name="gl_weights",
+        fn=lambda beta: gl_weights(beta, 8),
+        make_args=lambda key: (jax.random.uniform(key, (), minval=0.1, maxval=3.0),),
+        bad_args=(np.ones((2,), np.float32),),  # beta must be a scalar
+    ),
+    Example(
+        name="spectral_risk",
+        fn=lambda beta, sigma, n: spectral_risk(beta, 2.0, n, sigma, 8.0, 64.0),
+        make_args=lambda key: (jax.random.uniform(key, (5,), minval=0.0, maxval=2.0),
+                               jax.random.uniform(jax.random.fold_in(key, 1), (), minval=0.01,
+                                                  maxval=0.2),
+                               jax.random.uniform(jax.random.fold_in(key, 2), (), minval=100.0,
+                                                  maxval=5000.0)),
+        bad_args=(np.ones((5,), np.float32), np.float32(0.1), np.float32(-1.0)),
+    ),
+    Example(
+        name="order_gap_constant",
+        fn=lambda m, xi_c: order_gap_constant(m, xi_c, 64.0),
+        make_args=lambda key: (jax.random.uniform(key, (), minval=1.0, maxval=3.0),
+                               jax.random.uniform(jax.random.fold_in(key, 1), (), minval=2.0,
+                                                  maxval=16.0)),
+        bad_args=(np.float32(2.0), np.float32(0.5)),  # xi_c must exceed 1
     ),
 )

@@ -111,7 +111,19 @@ def _spectral_multiplier(n: int, h, beta, dtype):
 
 
 def gl_weights(beta: jax.Array, gl_terms: int) -> jax.Array:
-  """GL weights w_j = (-1)^j binom(beta, j), j = 0..gl_terms-1 (by the stable recursion)."""
+  """GL weights w_j = (-1)^j binom(beta, j), j = 0..gl_terms-1 (by the stable recursion).
+
+  Args:
+    beta: the order, a scalar.
+    gl_terms: K, the number of taps (a positive int).
+
+  Returns:
+    ``(gl_terms,)`` weights in beta's float dtype (float32 for an integer beta).
+  """
+  if not isinstance(gl_terms, (int, np.integer)) or gl_terms < 1:
+    raise ValueError(f"gl_terms must be a positive int, got {gl_terms!r}")
+  if np.ndim(beta) != 0:
+    raise ValueError(f"beta must be a scalar, got shape {np.shape(beta)}")
   beta = jnp.asarray(beta)
   dtype = beta.dtype if jnp.issubdtype(beta.dtype, jnp.floating) else jnp.float32
   j = jnp.arange(1, gl_terms, dtype=dtype)

@@ -66,7 +66,11 @@ def spectral_risk(beta, m, n, sigma, xi_c, xi_max, c_b=1.0, c_v=1.0):
 
 
 def order_gap_constant(m, xi_c, xi_max, c_b=1.0, c_v=1.0):
-  """A_c = ln(c_v / c_b) + 2 m ln(xi_max) + ln(ln(xi_max) / ln(xi_c))."""
+  """A_c = ln(c_v / c_b) + 2 m ln(xi_max) + ln(ln(xi_max) / ln(xi_c)).
+
+  Args: as for :func:`optimal_order` (m > 0, xi_c > 1, xi_max > 1, c_b, c_v > 0).
+  """
+  _check(m, 1.0, 1.0, xi_c, xi_max, c_b, c_v)
   return (jnp.log(c_v / c_b) + 2 * m * jnp.log(xi_max)
           + jnp.log(jnp.log(xi_max) / jnp.log(xi_c)))
 

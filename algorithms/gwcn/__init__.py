@@ -1,6 +1,6 @@
 """GWCN: generalized graphon convolutional networks and size transfer at any sparsity.
 
-Public API (``from algorithms import gwcn``):
+Public API (``from reprojax.algorithms import gwcn``):
 
 * shifts: :func:`gwcn_shift` / :func:`gwcn_shift_dense` (stretched ``A / (n rho)``),
   :func:`normalized_shift` / :func:`normalized_shift_dense` (``D~^-1/2 (A+I) D~^-1/2``),
@@ -61,9 +61,9 @@ __all__ = [
     "bfs_order", "degree_order", "degree_ordered_subgraph", "density_term", "edge_density",
     "edge_density_dense", "edges_from_adjacency", "fit_density_curves", "fit_power_law",
     "gwcn_shift", "gwcn_shift_dense", "induced_subgraph", "limit_shift", "normalized_shift",
-    "normalized_shift_dense", "operator_norm", "propagate", "random_order", "rms",
-    "pad_edges", "sample_adjacency", "size_term", "sort_edges", "sparsity", "stretched_sample", "transfer_bound",
-    "transfer_error", "validate_adjacency", "validate_edges",
+    "normalized_shift_dense", "operator_norm", "pad_edges", "propagate", "random_order", "rms",
+    "sample_adjacency", "size_term", "sort_edges", "sparsity", "stretched_sample",
+    "transfer_bound", "transfer_error", "validate_adjacency", "validate_edges",
 ]
 
 

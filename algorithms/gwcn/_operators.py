@@ -36,6 +36,8 @@ References:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -52,8 +54,8 @@ __all__ = [
 ]
 
 
-def validate_edges(senders_E, receivers_E, weights_E, num_nodes: int) -> None:
-  """Raises ``ValueError`` unless the padded edge list is a valid simple weighted graph."""
+def _check_edge_arrays(senders_E, receivers_E, weights_E) -> None:
+  """Shapes and dtypes of a padded edge list (trace-time checks only)."""
   for name, a in (("senders_E", senders_E), ("receivers_E", receivers_E),
                   ("weights_E", weights_E)):
     _common.check_ndim(name, a, 1)
@@ -65,6 +67,17 @@ def validate_edges(senders_E, receivers_E, weights_E, num_nodes: int) -> None:
       raise ValueError(f"{name} must be integer, got {jnp.asarray(a).dtype}")
   if not jnp.issubdtype(jnp.asarray(weights_E).dtype, jnp.floating):
     raise ValueError(f"weights_E must be floating, got {jnp.asarray(weights_E).dtype}")
+
+
+def validate_edges(senders_E, receivers_E, weights_E, num_nodes: int) -> None:
+  """Raises ``ValueError`` unless the padded edge list is a valid simple weighted graph.
+
+  Always: 1-D arrays of one length, integer indices, floating weights. On concrete
+  arrays also: indices in ``[0, num_nodes)``, weights finite and ``>= 0``, at least
+  one edge of positive weight, no self-loop and no duplicate among the live
+  (positive-weight) edges; padding edges (weight 0) may repeat and loop.
+  """
+  _check_edge_arrays(senders_E, receivers_E, weights_E)
   if _common.is_concrete(num_nodes) and int(num_nodes) < 1:
     raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
   if not all(_common.is_concrete(a) for a in (senders_E, receivers_E, weights_E, num_nodes)):
@@ -107,12 +120,18 @@ def validate_adjacency(adj_NxN) -> None:
 
 def edge_density(weights_E: jax.Array, num_nodes) -> jax.Array:
   """Empirical density ``rho_hat = sum_e w_e / (n (n - 1))`` (edges listed both ways)."""
+  _common.check_ndim("weights_E", weights_E, 1)
+  if _common.is_concrete(num_nodes) and not np.ndim(num_nodes) and int(num_nodes) < 2:
+    raise ValueError(f"num_nodes must be >= 2 for a density, got {num_nodes}")
   n = jnp.asarray(num_nodes, jnp.float32)
   return jnp.sum(weights_E) / (n * (n - 1.0))
 
 
 def edge_density_dense(adj_NxN: jax.Array) -> jax.Array:
   """Empirical density ``sum_ij A_ij / (n (n - 1))`` of a dense adjacency."""
+  _common.check_ndim("adj_NxN", adj_NxN, 2)
+  if np.shape(adj_NxN)[0] != np.shape(adj_NxN)[1] or np.shape(adj_NxN)[0] < 2:
+    raise ValueError(f"adj_NxN must be square with n >= 2, got shape {np.shape(adj_NxN)}")
   n = adj_NxN.shape[0]
   return jnp.sum(adj_NxN) / (n * (n - 1.0))
 
@@ -193,12 +212,35 @@ def edges_from_adjacency(adj_NxN: jax.Array, max_edges: int):
 
 def adjacency_from_edges(senders_E, receivers_E, weights_E, num_nodes: int) -> jax.Array:
   """Dense ``N x N`` matrix with ``M[receiver, sender] += weight`` (padding adds 0)."""
+  _check_edge_arrays(senders_E, receivers_E, weights_E)
   m = jnp.zeros((num_nodes, num_nodes), jnp.asarray(weights_E).dtype)
   return m.at[receivers_E, senders_E].add(weights_E)
 
 
 def operator_norm(shift, num_nodes: int, num_iters: int = 100) -> jax.Array:
-  """Spectral norm of a symmetric shift by power iteration on ``S^2`` (sparse or dense)."""
+  """Spectral norm ``||S||`` of a symmetric shift by power iteration on ``S^2`` (sparse or dense).
+
+  Starts from ``1 + 0.01 i / n`` (not orthogonal to the top eigenvector of a
+  connected non-negative graph), runs ``num_iters`` steps ``v <- S^2 v / ||S^2 v||``
+  and returns ``||S v||``.
+
+  Args:
+    shift: a :class:`SparseOperator` or an ``N x N`` array (symmetric).
+    num_nodes: ``N`` (static).
+    num_iters: power iterations (static).
+
+  Returns:
+    A scalar, ``||S||`` up to the power iteration's convergence.
+  """
+  if int(num_nodes) < 1 or int(num_iters) < 1:
+    raise ValueError(f"num_nodes and num_iters must be >= 1, got {num_nodes}, {num_iters}")
+  if not isinstance(shift, SparseOperator) and np.shape(shift) != (num_nodes, num_nodes):
+    raise ValueError(f"a dense shift must be ({num_nodes}, {num_nodes}), got {np.shape(shift)}")
+  return _operator_norm(shift, num_nodes=int(num_nodes), num_iters=int(num_iters))
+
+
+@functools.partial(jax.jit, static_argnames=("num_nodes", "num_iters"))
+def _operator_norm(shift, num_nodes, num_iters):
   x = jnp.ones((num_nodes, 1), jnp.float32) + 0.01 * jnp.arange(num_nodes)[:, None] / num_nodes
 
   def body(_, v):
@@ -216,6 +258,7 @@ def sort_edges(senders_E, receivers_E, weights_E, by: str = "sender"):
   """
   if by not in ("sender", "receiver"):
     raise ValueError(f"by must be 'sender' or 'receiver', got {by!r}")
+  _check_edge_arrays(senders_E, receivers_E, weights_E)
   key = senders_E if by == "sender" else receivers_E
   perm = jnp.argsort(key, stable=True)
   return senders_E[perm], receivers_E[perm], weights_E[perm]
@@ -225,6 +268,7 @@ def pad_edges(senders_E, receivers_E, weights_E, multiple: int):
   """Pads the edge list with weight-0 edges ``(0, 0)`` to a length divisible by ``multiple``."""
   if multiple < 1:
     raise ValueError(f"multiple must be >= 1, got {multiple}")
+  _check_edge_arrays(senders_E, receivers_E, weights_E)
   pad = (-np.shape(weights_E)[0]) % multiple
   return (jnp.pad(senders_E, (0, pad)), jnp.pad(receivers_E, (0, pad)),
           jnp.pad(weights_E, (0, pad)))

@@ -6,6 +6,7 @@ the operator norms of :mod:`reprojax.algorithms.gwcn._operators` iterate.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Union
 
 import jax
@@ -39,6 +40,8 @@ def propagate(shift: Shift, x_NxF: jax.Array, edge_chunk: int | None = None) -> 
   Returns:
     ``S x`` of shape ``N x F``.
   """
+  if jnp.ndim(x_NxF) != 2:
+    raise ValueError(f"x_NxF must be 2-D (nodes x features), got shape {jnp.shape(x_NxF)}")
   if not isinstance(shift, SparseOperator):
     return jnp.einsum("nm,mf->nf", shift.astype(x_NxF.dtype), x_NxF)
   n = x_NxF.shape[0]
@@ -50,9 +53,16 @@ def propagate(shift: Shift, x_NxF: jax.Array, edge_chunk: int | None = None) -> 
   if edge_chunk < 1 or num_edges % edge_chunk:
     raise ValueError(f"edge_chunk={edge_chunk} must divide the number of edges {num_edges}; "
                      "pad the edge list with reprojax.algorithms.gwcn.pad_edges")
-  nc = num_edges // edge_chunk
-  s_CxK = shift.senders_E.reshape(nc, edge_chunk)
-  r_CxK = shift.receivers_E.reshape(nc, edge_chunk)
+  return _propagate_chunked(shift.senders_E, shift.receivers_E, w_E, x_NxF,
+                            edge_chunk=int(edge_chunk))
+
+
+@functools.partial(jax.jit, static_argnames=("edge_chunk",))
+def _propagate_chunked(senders_E, receivers_E, w_E, x_NxF, edge_chunk):
+  """``C = edge_chunk`` edges at a time scatter-added into one carried accumulator."""
+  nc = w_E.shape[0] // edge_chunk
+  s_CxK = senders_E.reshape(nc, edge_chunk)
+  r_CxK = receivers_E.reshape(nc, edge_chunk)
   w_CxK = w_E.reshape(nc, edge_chunk)
 
   def body(c, acc_NxF):

@@ -27,6 +27,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -99,13 +100,24 @@ def stretched_sample(key: jax.Array, prob_NxN: jax.Array, density):
 
 def degree_order(senders_E, receivers_E, weights_E, num_nodes: int) -> jax.Array:
   """Node ids by decreasing degree (ties by id): the dense core first."""
+  _operators.validate_edges(senders_E, receivers_E, weights_E, num_nodes)
   deg_N = jax.ops.segment_sum((weights_E > 0).astype(jnp.float32), receivers_E,
                               num_segments=num_nodes)
   return jnp.argsort(-deg_N, stable=True).astype(jnp.int32)
 
 
 def bfs_order(senders_E, receivers_E, weights_E, num_nodes: int) -> jax.Array:
-  """Node ids by hop distance from the top-degree node, ties by decreasing degree."""
+  """Node ids by hop distance from the top-degree node, ties by decreasing degree.
+
+  Distances by Bellman-Ford relaxation over the live edges (one ``segment_min`` per
+  hop, until nothing changes); nodes unreachable from the start come last.
+  """
+  _operators.validate_edges(senders_E, receivers_E, weights_E, num_nodes)
+  return _bfs_order(senders_E, receivers_E, weights_E, num_nodes=int(num_nodes))
+
+
+@functools.partial(jax.jit, static_argnames=("num_nodes",))
+def _bfs_order(senders_E, receivers_E, weights_E, num_nodes):
   deg_N = jax.ops.segment_sum((weights_E > 0).astype(jnp.float32), receivers_E,
                               num_segments=num_nodes)
   big = jnp.float32(num_nodes + 1)
@@ -126,6 +138,8 @@ def bfs_order(senders_E, receivers_E, weights_E, num_nodes: int) -> jax.Array:
 
 def random_order(key: jax.Array, num_nodes: int) -> jax.Array:
   """A uniformly random node ordering (uniform node sampling)."""
+  if int(num_nodes) < 1:
+    raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
   return jax.random.permutation(key, num_nodes).astype(jnp.int32)
 
 

@@ -93,6 +93,9 @@ def limit_shift(kernel_NxN: jax.Array, kernel_QxN: jax.Array, normalized: bool =
 
 def rms(z_NxF: jax.Array, mask_N: jax.Array | None = None) -> jax.Array:
   """``||z||_n = sqrt(mean_i ||z_i||^2)`` over the nodes in ``mask_N`` (all if None)."""
+  _common.check_ndim("z_NxF", z_NxF, 2)
+  if mask_N is not None and np.shape(mask_N) != np.shape(z_NxF)[:1]:
+    raise ValueError(f"mask_N must have shape {np.shape(z_NxF)[:1]}, got {np.shape(mask_N)}")
   sq = jnp.sum(z_NxF ** 2, axis=-1)
   if mask_N is None:
     return jnp.sqrt(jnp.mean(sq))
@@ -139,6 +142,11 @@ def density_term(n, density, var_max, delta: float = 0.05) -> jax.Array:
 
 def bernoulli_variance(prob_NxN: jax.Array, density) -> jax.Array:
   """``v = max_i sum_{j != i} rho P_ij (1 - rho P_ij)`` for the density term."""
+  _common.check_ndim("prob_NxN", prob_NxN, 2)
+  if np.shape(prob_NxN)[0] != np.shape(prob_NxN)[1]:
+    raise ValueError(f"prob_NxN must be square, got shape {np.shape(prob_NxN)}")
+  _common.check_in_range("prob_NxN", prob_NxN, lo=0.0, hi=1.0)
+  _common.check_in_range("density", density, lo=0.0, hi=1.0, lo_open=True)
   p = jnp.minimum(1.0, density * prob_NxN)
   v = p * (1.0 - p)
   v = v - jnp.diag(jnp.diag(v))

@@ -8,10 +8,15 @@ missing vote; every aggregator returns P(Y=1 | votes) per item.
 
 * conditional independence: :func:`majority_vote`, :func:`weighted_vote`,
   :func:`ci_posterior`, :func:`dawid_skene` (one-coin / two-coin EM);
-* Ising models: :func:`ising_marginals` (exact, K <= 20), :func:`ising_log_prob`,
+* Ising models: :func:`all_states`, :func:`ising_energy`, :func:`ising_marginals`
+  (exact, K <= 20), :func:`ising_log_partition`, :func:`ising_log_prob`,
   :func:`ising_posterior` (exact class-dependent Bayes posterior), :func:`ising_sample`,
   :func:`ising_gibbs`; fits :func:`fit_ising_em` (class-dependent or
-  class-independent couplings, pseudo-likelihood M-step) and :func:`fit_ising_supervised`;
+  class-independent couplings, exact or pseudo-likelihood M-step, several starts)
+  and :func:`fit_ising_supervised`, :func:`ising_fit_posterior`;
+* multi-start EM in pieces (several models in one vmapped call):
+  :func:`ising_em_starts`, :func:`fit_ising_em_runs`, :func:`best_ising_fit`
+  (by :func:`ising_mixture_log_lik`, the exact observed-data likelihood);
 * the latent-factor model: :func:`latent_factor_posterior`, :func:`fit_latent_factor_em`;
 * metrics: :func:`accuracy`, :func:`log_loss`, :func:`expected_calibration_error`.
 """
@@ -19,9 +24,13 @@ missing vote; every aggregator returns P(Y=1 | votes) per item.
 from reprojax.algorithms.ising_aggregation._checks import MAX_EXACT_K
 from reprojax.algorithms.ising_aggregation._fit import IsingFit
 from reprojax.algorithms.ising_aggregation._fit import IsingParams
+from reprojax.algorithms.ising_aggregation._fit import best_ising_fit
 from reprojax.algorithms.ising_aggregation._fit import fit_ising_em
+from reprojax.algorithms.ising_aggregation._fit import fit_ising_em_runs
 from reprojax.algorithms.ising_aggregation._fit import fit_ising_supervised
+from reprojax.algorithms.ising_aggregation._fit import ising_em_starts
 from reprojax.algorithms.ising_aggregation._fit import ising_fit_posterior
+from reprojax.algorithms.ising_aggregation._fit import ising_mixture_log_lik
 from reprojax.algorithms.ising_aggregation._ising import IsingMoments
 from reprojax.algorithms.ising_aggregation._ising import all_states
 from reprojax.algorithms.ising_aggregation._ising import ising_energy
@@ -48,13 +57,14 @@ from reprojax.algorithms.ising_aggregation._voting import majority_vote
 from reprojax.algorithms.ising_aggregation._voting import weighted_vote
 
 __all__ = (
-    "accuracy", "all_states", "ci_posterior", "dawid_skene", "dawid_skene_init",
+    "accuracy", "all_states", "best_ising_fit", "ci_posterior", "dawid_skene", "dawid_skene_init",
     "dawid_skene_step", "DawidSkeneResult", "DawidSkeneState", "expected_calibration_error",
-    "fit_ising_em", "fit_ising_supervised", "fit_latent_factor_em", "ising_energy",
-    "ising_fit_posterior", "ising_gibbs", "ising_log_partition", "ising_log_prob",
-    "ising_marginals", "ising_posterior", "ising_sample", "IsingFit", "IsingMoments",
-    "IsingParams", "latent_factor_posterior", "LatentFactorFit", "LatentFactorParams",
-    "log_loss", "majority_vote", "MAX_EXACT_K", "weighted_vote",
+    "fit_ising_em", "fit_ising_em_runs", "fit_ising_supervised", "fit_latent_factor_em",
+    "ising_em_starts", "ising_energy", "ising_fit_posterior", "ising_gibbs", "ising_log_partition",
+    "ising_log_prob", "ising_marginals", "ising_mixture_log_lik", "ising_posterior",
+    "ising_sample", "IsingFit", "IsingMoments", "IsingParams", "latent_factor_posterior",
+    "LatentFactorFit", "LatentFactorParams", "log_loss", "majority_vote", "MAX_EXACT_K",
+    "weighted_vote",
 )
 
 

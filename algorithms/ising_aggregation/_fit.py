@@ -295,10 +295,10 @@ _fit_em = jax.jit(_fit_em_impl, static_argnames=("class_dependent", "e_step", "m
 
 @functools.partial(jax.jit, static_argnames=("e_step", "max_iters", "newton_steps", "missing"))
 def _fit_em_exact(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max_iters,
-                  newton_steps, missing=None):
+                  newton_steps, missing=None, init_N=None):
   """The exact-M-step EM with ``class_dependent`` traced: one compilation serves both models."""
   return _fit_em_impl(votes_NxK, labels_N, l2, l2_field, tol, class_dependent, e_step, max_iters,
-                      newton_steps, missing, None, "exact")
+                      newton_steps, missing, init_N, "exact")
 
 
 def _fit_em_runs(votes_NxK, labels_RxN, init_RxN, class_dependent_R, l2, l2_field, tol, e_step,
@@ -387,11 +387,30 @@ def _check_options(e_step, k, l2, l2_field, m_step="pseudo"):
     _common.check_in_range(name, v, 0.0)
 
 
+def _check_missing(votes_NxK, missing):
+  """``missing`` as the EM's static flag: from concrete votes when None (None under ``jit``)."""
+  if not _common.is_concrete(votes_NxK):
+    return missing
+  has = bool(np.any(np.asarray(votes_NxK) < 0))
+  if missing is None:
+    return has
+  if has and not missing:
+    raise ValueError("missing=False but votes_NxK has missing votes (-1); pass missing=True or None")
+  return bool(missing)
+
+
+def _check_posteriors(name, q, shape):
+  """Soft labels of the given shape, finite, in [0, 1]."""
+  if np.shape(q) != tuple(shape):
+    raise ValueError(f"{name} must have shape {tuple(shape)}, got {np.shape(q)}")
+  _common.check_in_range(name, q, 0.0, 1.0)
+
+
 def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
                  class_dependent: bool = True, e_step: str | None = None, l2: float = 1e-3,
                  l2_field: float = 1e-4, max_iters: int = 100, tol: float = 1e-4,
                  newton_steps: int = 2, m_step: str | None = None, num_starts: int = 1,
-                 key: jax.Array | None = None) -> IsingFit:
+                 key: jax.Array | None = None, init_N: jax.Array | None = None) -> IsingFit:
   """Unsupervised (or semi-supervised) EM fit of a class-dependent or class-independent Ising model.
 
   Model: Y ~ Bernoulli(pi), P(J | Y=y) propto exp(h^(y) . J + J^T W^(y) J / 2);
@@ -438,6 +457,8 @@ def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
       M-step keeps the better optimum (experiment README).
     num_starts: EM runs (1: from DS only); more than 1 needs K <= 20 (exact likelihood).
     key: PRNG key of the random starts (needed when ``num_starts`` > 2).
+    init_N: the first start's posterior q_i in [0, 1] (default: two-coin Dawid-Skene's);
+      with several starts it replaces DS as the first of them.
 
   Returns:
     IsingFit(params=IsingParams(prior, h_2xK, W_2xKxK), posterior_N, num_iters, log_lik).
@@ -457,17 +478,20 @@ def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
   _check_options(e_step, k, l2, l2_field, m_step)
   if max_iters < 0 or newton_steps < 1:
     raise ValueError(f"need max_iters >= 0 and newton_steps >= 1, got {max_iters}, {newton_steps}")
-  missing = bool(np.any(np.asarray(votes_NxK) < 0)) if _common.is_concrete(votes_NxK) else None
+  missing = _check_missing(votes_NxK, None)
   if num_starts < 1:
     raise ValueError(f"num_starts must be >= 1, got {num_starts}")
+  if init_N is not None:
+    _check_posteriors("init_N", init_N, (n,))
   if num_starts == 1 and m_step == "exact":
     return _fit_em_exact(votes_NxK, jnp.asarray(labels_N), l2, l2_field, tol,
                          jnp.asarray(bool(class_dependent)), e_step=e_step,
-                         max_iters=int(max_iters), newton_steps=int(newton_steps), missing=missing)
+                         max_iters=int(max_iters), newton_steps=int(newton_steps), missing=missing,
+                         init_N=init_N)
   if num_starts == 1:
     return _fit_em(votes_NxK, jnp.asarray(labels_N), l2, l2_field, tol,
                    class_dependent=bool(class_dependent), e_step=e_step, max_iters=int(max_iters),
-                   newton_steps=int(newton_steps), missing=missing, m_step=m_step)
+                   newton_steps=int(newton_steps), missing=missing, init_N=init_N, m_step=m_step)
   _checks.check_exact_k(k, "fit_ising_em(num_starts > 1) (starts are ranked by exact likelihood)")
   if num_starts > 2 and key is None:
     raise ValueError(f"num_starts={num_starts} > 2 draws random starts: pass key=jax.random.key(...)")
@@ -475,7 +499,177 @@ def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
   return _fit_em_multistart(votes_NxK, jnp.asarray(labels_N), key, l2, l2_field, tol,
                             class_dependent=bool(class_dependent), e_step=e_step,
                             max_iters=int(max_iters), newton_steps=int(newton_steps),
-                            missing=missing, num_starts=int(num_starts), m_step=m_step)
+                            missing=missing, num_starts=int(num_starts), m_step=m_step,
+                            ds_posterior_N=init_N)
+
+
+_starts_jit = jax.jit(_starts, static_argnames=("num_starts",))
+_fit_em_runs_jit = jax.jit(_fit_em_runs, static_argnames=("e_step", "max_iters", "newton_steps",
+                                                          "missing"))
+_best_run_jit = jax.jit(_best_run)
+_mixture_log_lik_jit = jax.jit(_mixture_log_lik, static_argnames=("missing",))
+
+
+def ising_em_starts(key: jax.Array, votes_NxK: jax.Array, num_starts: int,
+                    first_N: jax.Array | None = None) -> jax.Array:
+  """The label-free starting posteriors of multi-start EM, ``starts_SxN`` (S = ``num_starts``).
+
+  Row 0 is ``first_N`` (default: two-coin Dawid-Skene's posterior, at most 50
+  iterations, tol 1e-5); row 1 the uniform majority vote (the share of observed
+  votes that say 1); rows 2..S-1 random positive weighted votes
+  q_i = sigmoid(sum_{k observed} w_k (2 J_ik - 1)), w_k ~ U(0, 2) drawn from ``key``.
+  These are the starts of ``fit_ising_em(num_starts=S)``; feed them to
+  :func:`fit_ising_em_runs` and pick with :func:`best_ising_fit`.
+
+  Args:
+    key: PRNG key of the random starts (unused when ``num_starts`` <= 2).
+    votes_NxK: int votes in {-1 (missing), 0, 1}.
+    num_starts: S >= 1 (1: ``first_N`` only; 2: and majority vote).
+    first_N: optional posterior in [0, 1] of the first start, e.g. a DS posterior
+      computed already.
+
+  Returns:
+    starts_SxN, each row a posterior P(Y_i = 1) in [0, 1].
+  """
+  _checks.check_votes(votes_NxK)
+  if num_starts < 1:
+    raise ValueError(f"num_starts must be >= 1, got {num_starts}")
+  if first_N is not None:
+    _check_posteriors("first_N", first_N, (votes_NxK.shape[0],))
+  return _starts_jit(key, votes_NxK, num_starts=int(num_starts), ds_posterior_N=first_N)
+
+
+def _check_labels_2d(labels_RxN, r, n):
+  if np.shape(labels_RxN) != (r, n):
+    raise ValueError(f"labels_RxN must have shape ({r}, {n}) (runs x items), got "
+                     f"{np.shape(labels_RxN)}")
+  if not jnp.issubdtype(jnp.asarray(labels_RxN).dtype, jnp.integer):
+    raise ValueError(f"labels_RxN must be an integer array, got dtype "
+                     f"{jnp.asarray(labels_RxN).dtype}")
+  if _common.is_concrete(labels_RxN) and not np.all(np.isin(np.asarray(labels_RxN), (-1, 0, 1))):
+    raise ValueError("labels_RxN entries must be in {-1 (unknown), 0, 1}")
+
+
+def fit_ising_em_runs(votes_NxK: jax.Array, labels_RxN: jax.Array, init_RxN: jax.Array,
+                      class_dependent_R: jax.Array, *, l2: float = 1e-3, l2_field: float = 1e-4,
+                      tol: float = 1e-4, e_step: str = "exact", max_iters: int = 100,
+                      newton_steps: int = 2, missing: bool | None = None) -> IsingFit:
+  """R EM fits of Ising models on one panel in one vmapped call (exact M-step).
+
+  Run r is the EM of :func:`fit_ising_em` with the exact M-step: known labels
+  ``labels_RxN[r]`` (-1 = unknown) clamped, started from the posterior
+  ``init_RxN[r]``, with class-dependent couplings W^(0), W^(1) where
+  ``class_dependent_R[r]`` is true and one shared W elsewhere (the flag is an
+  array, so one compiled EM serves both models and every start and label set).
+  Each run stops on its own (max_i |q_i^new - q_i| < ``tol`` or ``max_iters``).
+
+  Multi-start EM with selection by likelihood, the fit of the experiment::
+
+    starts_SxN = ising_em_starts(key, votes_NxK, S)
+    runs = fit_ising_em_runs(votes_NxK, -jnp.ones((S, N), jnp.int32), starts_SxN,
+                             jnp.ones((S,), bool))
+    fit = best_ising_fit(runs, votes_NxK)  # highest exact log-likelihood, classes oriented
+
+  is ``fit_ising_em(votes_NxK, num_starts=S, key=key)``; the experiment stacks the
+  runs of several models (class-independent and class-dependent starts, and a
+  semi-supervised run) into one call and selects within each group.
+
+  Args:
+    votes_NxK: int votes in {-1 (missing), 0, 1}, K <= 20 (the M-step enumerates 2^K states).
+    labels_RxN: int labels per run in {-1 (unknown), 0, 1}.
+    init_RxN: starting posteriors P(Y_i = 1) in [0, 1] per run.
+    class_dependent_R: bool per run: W^(0), W^(1) (True) or one shared W (False).
+    l2, l2_field, tol, max_iters, newton_steps: as in :func:`fit_ising_em`.
+    e_step: "exact" or "pseudo", as in :func:`fit_ising_em`.
+    missing: whether some votes are missing (summed out in both steps); None reads it
+      from concrete votes (under ``jit`` it then assumes they may be).
+
+  Returns:
+    IsingFit with a leading axis R on every field (``log_lik``: mean exact
+    observed-data log-likelihood per item of each run).
+
+  References:
+    The paper, Section 4 (EM for the Ising models); Dempster, Laird & Rubin (1977).
+  """
+  _checks.check_votes(votes_NxK)
+  n, k = votes_NxK.shape
+  _check_options(e_step, k, l2, l2_field, "exact")
+  r = np.shape(class_dependent_R)[0] if np.ndim(class_dependent_R) == 1 else -1
+  if r < 1:
+    raise ValueError(f"class_dependent_R must be a non-empty 1-D array, got shape "
+                     f"{np.shape(class_dependent_R)}")
+  _check_labels_2d(labels_RxN, r, n)
+  _check_posteriors("init_RxN", init_RxN, (r, n))
+  if max_iters < 0 or newton_steps < 1:
+    raise ValueError(f"need max_iters >= 0 and newton_steps >= 1, got {max_iters}, {newton_steps}")
+  missing = _check_missing(votes_NxK, missing)
+  return _fit_em_runs_jit(votes_NxK, labels_RxN, init_RxN, jnp.asarray(class_dependent_R, bool),
+                          l2, l2_field, tol, e_step=e_step, max_iters=int(max_iters),
+                          newton_steps=int(newton_steps), missing=missing)
+
+
+def best_ising_fit(fits_R: IsingFit, votes_NxK: jax.Array,
+                   labels_N: jax.Array | None = None) -> IsingFit:
+  """The run of ``fits_R`` with the highest exact observed-data log-likelihood, classes oriented.
+
+  Picks r* = argmax_r ``fits_R.log_lik[r]`` (non-finite values never win), the
+  mean over items of log sum_y P(Y=y) P(J_i | Y=y): a label-free criterion.
+  When no label is known (``labels_N`` None or all -1) the mixture is symmetric
+  under swapping the classes, so the pick is oriented to make its posterior
+  correlate positively with majority vote (prior, fields, couplings and
+  posterior swapped when it anticorrelates); known labels fix the orientation.
+
+  Args:
+    fits_R: IsingFit with a leading run axis R, e.g. from :func:`fit_ising_em_runs`.
+    votes_NxK: the votes the runs were fitted on.
+    labels_N: the known labels of the runs, in {-1, 0, 1}; default all unknown.
+
+  Returns:
+    IsingFit of one run (no run axis).
+  """
+  _checks.check_votes(votes_NxK)
+  n = votes_NxK.shape[0]
+  if not isinstance(fits_R, IsingFit):
+    raise ValueError(f"fits_R must be an IsingFit, got {type(fits_R).__name__}")
+  if np.ndim(fits_R.log_lik) != 1 or np.shape(fits_R.posterior_N)[1:] != (n,):
+    raise ValueError(f"fits_R must have a leading run axis and posteriors over {n} items, got "
+                     f"log_lik {np.shape(fits_R.log_lik)}, "
+                     f"posterior {np.shape(fits_R.posterior_N)}")
+  labels_N = _check_labels(labels_N, n)
+  return _best_run_jit(fits_R, votes_NxK, jnp.asarray(labels_N))
+
+
+def _check_params(params, k):
+  if not isinstance(params, IsingParams):
+    raise ValueError(f"params must be an IsingParams, got {type(params).__name__}")
+  if np.shape(params.h_2xK) != (2, k) or np.shape(params.W_2xKxK) != (2, k, k):
+    raise ValueError(f"params must hold h_2xK (2, {k}) and W_2xKxK (2, {k}, {k}) to match the "
+                     f"votes, got {np.shape(params.h_2xK)}, {np.shape(params.W_2xKxK)}")
+  for c in (0, 1):
+    _checks.check_field_couplings(params.h_2xK[c], params.W_2xKxK[c], str(c))
+  _common.check_in_range("params.prior", params.prior, 0.0, 1.0)  # clipped to (1e-6, 1 - 1e-6)
+
+
+def ising_mixture_log_lik(votes_NxK: jax.Array, params: IsingParams,
+                          missing: bool | None = None) -> jax.Array:
+  """Mean observed-data log-likelihood per item, (1/N) sum_i log sum_y P(Y=y) P(J_obs,i | Y=y).
+
+  Exact by enumeration (K <= 20), missing votes summed out; the criterion by
+  which :func:`best_ising_fit` ranks EM runs (``IsingFit.log_lik``).
+
+  Args:
+    votes_NxK: int votes in {-1 (missing), 0, 1}.
+    params: IsingParams(prior, h_2xK, W_2xKxK).
+    missing: whether some votes are missing; None reads it from concrete votes.
+
+  Returns:
+    A scalar.
+  """
+  _checks.check_votes(votes_NxK)
+  k = votes_NxK.shape[1]
+  _checks.check_exact_k(k, "ising_mixture_log_lik")
+  _check_params(params, k)
+  return _mixture_log_lik_jit(votes_NxK, params, missing=_check_missing(votes_NxK, missing))
 
 
 @functools.partial(jax.jit, static_argnames=("class_dependent", "newton_steps"))
@@ -518,8 +712,19 @@ def fit_ising_supervised(votes_NxK: jax.Array, labels_N: jax.Array, *,
                          class_dependent=bool(class_dependent), newton_steps=int(newton_steps))
 
 
-def ising_fit_posterior(votes_NxK: jax.Array, params: IsingParams, e_step: str = "exact") -> jax.Array:
-  """P(Y=1 | J) under fitted parameters: exact (K <= 20) or with the pseudo-likelihood score."""
+_e_step_jit = jax.jit(_e_step, static_argnames=("e_step", "missing"))
+
+
+def ising_fit_posterior(votes_NxK: jax.Array, params: IsingParams, e_step: str = "exact",
+                        missing: bool | None = None) -> jax.Array:
+  """P(Y=1 | J) under fitted parameters: the E-step of :func:`fit_ising_em`.
+
+  ``e_step="exact"``: the exact Bayes posterior (:func:`ising_posterior`, K <= 20,
+  missing votes summed out); ``"pseudo"``: sigmoid of the prior's logit plus the
+  difference of the two classes' pseudo-log-likelihoods (any K). ``missing`` as in
+  :func:`ising_mixture_log_lik`. Returns p1_N.
+  """
   _checks.check_votes(votes_NxK)
   _check_options(e_step, votes_NxK.shape[1], 0.0, 0.0)
-  return jax.jit(_e_step, static_argnames=("e_step",))(votes_NxK, params, e_step=e_step)
+  _check_params(params, votes_NxK.shape[1])
+  return _e_step_jit(votes_NxK, params, e_step=e_step, missing=_check_missing(votes_NxK, missing))

@@ -153,7 +153,8 @@ def _ising_posterior(votes_NxK, h0_K, h1_K, W0_KxK, W1_KxK, prior, missing=None)
 
 
 def ising_posterior(votes_NxK: jax.Array, h0_K: jax.Array, h1_K: jax.Array, W0_KxK: jax.Array,
-                    W1_KxK: jax.Array, prior: jax.Array | float) -> jax.Array:
+                    W1_KxK: jax.Array, prior: jax.Array | float, *,
+                    missing: bool | None = None) -> jax.Array:
   """Exact Bayes posterior P(Y=1 | J) under a class-dependent Ising model (K <= 20).
 
   logit P(Y=1 | J) = log(pi/(1-pi)) + [h1 - h0] . J + J^T (W1 - W0) J / 2
@@ -168,6 +169,9 @@ def ising_posterior(votes_NxK: jax.Array, h0_K: jax.Array, h1_K: jax.Array, W0_K
     h0_K, h1_K: fields of class 0 and class 1.
     W0_KxK, W1_KxK: symmetric zero-diagonal couplings of each class.
     prior: pi = P(Y=1) in (0, 1).
+    missing: whether some votes are missing. None (default) reads it from concrete
+      votes; under ``jit`` it is then decided at run time (``lax.cond``; under
+      ``vmap`` both branches run), so a traced caller that knows pass it.
 
   Returns:
     p1_N: P(Y=1 | votes).
@@ -185,7 +189,11 @@ def ising_posterior(votes_NxK: jax.Array, h0_K: jax.Array, h1_K: jax.Array, W0_K
                      f"{np.shape(h0_K)}, {np.shape(h1_K)}")
   _checks.check_exact_k(k, "ising_posterior")
   _checks.check_prob("prior", prior)
-  missing = bool(np.any(np.asarray(votes_NxK) < 0)) if _common.is_concrete(votes_NxK) else None
+  if _common.is_concrete(votes_NxK):
+    has = bool(np.any(np.asarray(votes_NxK) < 0))
+    if missing is not None and has and not missing:
+      raise ValueError("missing=False but votes_NxK has missing votes (-1)")
+    missing = has if missing is None else bool(missing)
   return _ising_posterior(votes_NxK, h0_K, h1_K, W0_KxK, W1_KxK, prior, missing=missing)
 
 

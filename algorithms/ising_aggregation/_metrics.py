@@ -32,7 +32,6 @@ def expected_calibration_error(p1_N: jax.Array, labels_N: jax.Array, num_bins: i
   conf = jnp.maximum(p1_N, 1 - p1_N)
   correct = ((p1_N > 0.5) == (labels_N == 1)).astype(conf.dtype)
   b = jnp.clip(jnp.floor((conf - 0.5) * 2 * num_bins).astype(jnp.int32), 0, num_bins - 1)
-  cnt = jnp.zeros(num_bins, conf.dtype).at[b].add(1.0)
   s_conf = jnp.zeros(num_bins, conf.dtype).at[b].add(conf)
   s_acc = jnp.zeros(num_bins, conf.dtype).at[b].add(correct)
   return jnp.sum(jnp.abs(s_acc - s_conf)) / conf.shape[0]

@@ -82,12 +82,44 @@ def kth_smallest(x_N: jax.Array, k: jax.Array) -> jax.Array:
   return jnp.where(keys <= lo, x_N, -jnp.inf).max().astype(x_N.dtype)
 
 
-def conformal_quantile(scores_N: jax.Array, alpha: jax.Array) -> jax.Array:
-  """k-th smallest score, k = ceil((1 - alpha)(n + 1)); +inf when k > n (unchecked)."""
+def _conformal_quantile(scores_N: jax.Array, alpha: jax.Array) -> jax.Array:
+  """Unchecked core of :func:`conformal_quantile` (jit/vmap-friendly)."""
   n = scores_N.shape[0]
   k = _optimal.conformal_rank(jnp.asarray(n, scores_N.dtype), alpha).astype(jnp.int32)
   q = kth_smallest(scores_N, jnp.clip(k, 1, n))
   return jnp.where(k > n, jnp.inf, q)
+
+
+_conformal_quantile_jit = jax.jit(_conformal_quantile)
+
+
+def conformal_quantile(scores_N: jax.Array, alpha: jax.Array | float) -> jax.Array:
+  r"""The split-conformal threshold :math:`\hat q = s_{(k)}` of n calibration scores.
+
+  :math:`k = \lceil (1-\alpha)(n+1) \rceil`: the k-th smallest score (exact, sort-free), or
+  :math:`+\infty` when k > n (too few points for level 1 - alpha: the set is the
+  whole label space). With exchangeable scores, a test score is at most
+  :math:`\hat q` with probability at least :math:`1 - \alpha`.
+
+  Args:
+    scores_N: calibration nonconformity scores, floating (n,), n >= 1, finite.
+    alpha: miscoverage level in (0, 1).
+
+  Returns:
+    :math:`\hat q`, a scalar of ``scores_N``'s dtype.
+
+  References:
+    Vovk, Gammerman & Shafer, "Algorithmic Learning in a Random World" (2005);
+    MAPIE's ``SplitConformalClassifier`` for the convention.
+  """
+  _validate._common.check_ndim("scores_N", scores_N, 1)
+  _validate.check_nonempty_calibration(np.shape(scores_N)[0])
+  dtype = np.asarray(scores_N).dtype if _validate._common.is_concrete(scores_N) else scores_N.dtype
+  if not np.issubdtype(dtype, np.floating):
+    raise ValueError(f"scores_N must be floating point, got dtype {dtype}")
+  _validate._common.check_finite("scores_N", scores_N)
+  _validate.check_alpha(alpha)
+  return _conformal_quantile_jit(jnp.asarray(scores_N), jnp.asarray(alpha))
 
 
 def _finish(sets, loss_AxY, alpha, q):
@@ -103,7 +135,7 @@ def _finish(sets, loss_AxY, alpha, q):
 
 def _lac(probs_cal, labels_cal, probs_test, loss_AxY, alpha):
   scores = 1.0 - jnp.take_along_axis(probs_cal, labels_cal[:, None], axis=1)[:, 0]
-  q = conformal_quantile(scores, alpha)
+  q = _conformal_quantile(scores, alpha)
   return _finish(1.0 - probs_test <= q, loss_AxY, alpha, q)
 
 
@@ -167,7 +199,7 @@ def _aps_like_sets(probs_NxY, q, lam, k_reg):
 
 
 def _aps(probs_cal, labels_cal, probs_test, loss_AxY, alpha, u_cal):
-  q = conformal_quantile(_aps_like_scores(probs_cal, labels_cal, u_cal, 0.0, 0), alpha)
+  q = _conformal_quantile(_aps_like_scores(probs_cal, labels_cal, u_cal, 0.0, 0), alpha)
   return _finish(_aps_like_sets(probs_test, q, 0.0, 0), loss_AxY, alpha, q)
 
 
@@ -190,7 +222,7 @@ def aps(probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha, u_cal_N=No
 
 def _raps(probs_cal, labels_cal, probs_test, loss_AxY, alpha, lam=0.01, k_reg=1):
   zeros = jnp.zeros(labels_cal.shape, probs_cal.dtype)
-  q = conformal_quantile(_aps_like_scores(probs_cal, labels_cal, zeros, lam, k_reg), alpha)
+  q = _conformal_quantile(_aps_like_scores(probs_cal, labels_cal, zeros, lam, k_reg), alpha)
   return _finish(_aps_like_sets(probs_test, q, lam, k_reg), loss_AxY, alpha, q)
 
 

@@ -11,12 +11,21 @@ import numpy as np
 from reprojax.algorithms._common import Example
 from reprojax.algorithms.rocp import aps
 from reprojax.algorithms.rocp import best_response
+from reprojax.algorithms.rocp import calibrate
+from reprojax.algorithms.rocp import conformal_quantile
+from reprojax.algorithms.rocp import CoveragePath
+from reprojax.algorithms.rocp import decision_metrics
 from reprojax.algorithms.rocp import lac
 from reprojax.algorithms.rocp import minimax_action
+from reprojax.algorithms.rocp import oracle_calibrate
+from reprojax.algorithms.rocp import predict
 from reprojax.algorithms.rocp import rac
 from reprojax.algorithms.rocp import raps
 from reprojax.algorithms.rocp import robust_risk
 from reprojax.algorithms.rocp import rocp
+from reprojax.algorithms.rocp import select_level
+from reprojax.algorithms.rocp import threshold
+from reprojax.algorithms.rocp import value_at_levels
 
 
 _A, _Y, _N, _M = 3, 4, 12, 5
@@ -36,9 +45,56 @@ def _split_args(key):
           jnp.asarray(0.2))
 
 
+def _calibration_args(key):
+  k1, k2, k3 = jax.random.split(key, 3)
+  return _probs(k1, _N), jax.random.randint(k2, (_N,), 0, _Y), _loss(k3)
+
+
+def _alpha(key):
+  """A level with k = ceil((1 - alpha)(N + 1)) <= N, so thresholds are finite."""
+  return jax.random.uniform(key, (), minval=0.1, maxval=0.5)
+
+
+def _padding_marked(path_fn):
+  """``path_fn`` with the path's +inf padding of ``beta_E`` shown as -1 (finite outputs)."""
+  def fn(*args):
+    path = path_fn(*args)
+    return path._replace(beta_E=jnp.where(jnp.isinf(path.beta_E), -1.0, path.beta_E))
+  return fn
+
+
+def _path_args(key):
+  """A labelled calibration path (from :func:`calibrate`) and a level."""
+  return calibrate(*_calibration_args(key)), _alpha(jax.random.fold_in(key, 1))
+
+
+def _predict_args(key):
+  """(path, test probabilities, loss, alpha), the path calibrated with the same loss."""
+  probs, labels, loss = _calibration_args(key)
+  path = calibrate(probs, labels, loss)
+  return path, _probs(jax.random.fold_in(key, 1), _M), loss, jnp.asarray(0.2)
+
+
+def _one_input_args(key):
+  k1, k2 = jax.random.split(key)
+  return jax.nn.softmax(2.0 * jax.random.normal(k1, (_Y,))), _loss(k2)
+
+
+def _metrics_args(key):
+  k1, k2, k3, k4 = jax.random.split(key, 4)
+  sets = jax.random.bernoulli(k1, 0.6, (_M, _Y))
+  critical = np.zeros((_A, _Y), bool)
+  critical[0, 1:] = True
+  return (sets, jax.random.randint(k2, (_M,), 0, _A), jax.random.randint(k3, (_M,), 0, _Y),
+          _loss(k4), jnp.asarray(critical), jnp.asarray(0.1))
+
+
 _BAD_PROBS = np.full((_N, _Y), 0.3, np.float32)  # rows sum to 1.2
 _BAD_SPLIT = (_BAD_PROBS, np.zeros((_N,), np.int32), np.full((_M, _Y), 0.25, np.float32),
               np.ones((_A, _Y), np.float32), 0.2)
+# A valid two-point path built without JAX work (N(beta) = 0 everywhere), for bad alphas.
+_NP_PATH = CoveragePath(np.array([0.0, np.inf], np.float32), np.zeros(2, np.float32),
+                        np.asarray(1.0, np.float32))
 
 EXAMPLES = (
     Example("robust_risk", robust_risk,
@@ -58,4 +114,26 @@ EXAMPLES = (
     Example("best_response", best_response,
             lambda k: (_probs(k, _N), _loss(jax.random.fold_in(k, 1))),
             bad_args=(_BAD_PROBS, np.ones((_A, _Y), np.float32))),
+    Example("calibrate", _padding_marked(calibrate), _calibration_args,
+            bad_args=(_BAD_PROBS, np.zeros((_N,), np.int32), np.ones((_A, _Y), np.float32))),
+    Example("oracle_calibrate", _padding_marked(oracle_calibrate),
+            lambda k: (_probs(k, _N), _loss(jax.random.fold_in(k, 1))),
+            bad_args=(_BAD_PROBS, np.ones((_A, _Y), np.float32))),
+    Example("threshold", threshold, _path_args, bad_args=(_NP_PATH, 1.5)),
+    Example("predict_full", predict, _predict_args,
+            bad_args=(_NP_PATH, np.full((_M, _Y), 0.3, np.float32), np.ones((_A, _Y), np.float32),
+                      0.2)),
+    Example("select_level", select_level,
+            lambda k: _one_input_args(k) + (jax.random.uniform(jax.random.fold_in(k, 2), (),
+                                                               maxval=5.0),),
+            bad_args=(np.full((_Y,), 0.25, np.float32), np.ones((_A, _Y), np.float32), -1.0)),
+    Example("value_at_levels", value_at_levels, _one_input_args,
+            bad_args=(np.full((_Y,), 0.3, np.float32), np.ones((_A, _Y), np.float32))),
+    Example("conformal_quantile", conformal_quantile,
+            lambda k: (jax.random.uniform(k, (_N,)), _alpha(jax.random.fold_in(k, 1))),
+            bad_args=(np.full((_N,), np.nan, np.float32), 0.1)),
+    Example("decision_metrics", decision_metrics, _metrics_args,
+            bad_args=(np.ones((_M, _Y), bool), np.zeros((_M,), np.int32),
+                      np.zeros((_M,), np.int32), np.ones((_A, _Y), np.float32),
+                      np.zeros((_A, _Y + 1), bool), 0.1)),
 )

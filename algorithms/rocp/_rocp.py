@@ -77,7 +77,19 @@ def _select_level(probs_Y, loss_AxY, beta):
 
 
 def value_at_levels(probs_Y: jax.Array, loss_AxY: jax.Array) -> _optimal.Candidates:
-  r"""The M = 1 + A*Y candidate levels of one input with :math:`V(x,t)`, sets and actions."""
+  r"""The M = 1 + A*Y candidate levels of one input with :math:`V(x,t)`, sets and actions.
+
+  :math:`V(x, t) = \min_a [t\,\theta_a(t) + (1 - t) \max_y \ell(a, y)]` at the levels
+  :math:`\{0\} \cup \{F_a(\ell(a, y))\}`, the only ones the selector can pick
+  (see :mod:`reprojax.algorithms.rocp._optimal`).
+
+  Args:
+    probs_Y: model probabilities p(y|x), shape (Y,).
+    loss_AxY: loss, shape (A, Y).
+
+  Returns:
+    :class:`Candidates`: levels ``t_M`` (``t_M[0] = 0``), values, sets (M, Y), actions.
+  """
   _check_probs_loss(probs_Y, loss_AxY, "probs_Y", ndim=1)
   return jax.jit(_optimal.candidates)(jnp.asarray(probs_Y), jnp.asarray(loss_AxY))
 

@@ -4,6 +4,13 @@ For each method the harness counts the comparisons (quantum queries for the
 simulation) charged until the *evaluator's* monitor ``||grad f(x)|| <= eps``
 holds; the methods hold only a comparison oracle. Seeds (and eps) are vmapped.
 Claims are computed from fitted log-log slopes with 95% t-intervals.
+
+Float64 throughout (comparisons of nearby values need it), scoped with
+``jax.enable_x64(True)`` around the computation, never switched process-wide.
+:func:`run` measures, writes the figure (:mod:`reprojax.experiments.comparison_oracle.plots`)
+and returns the flat metrics; :func:`claims` gives the verdicts from the config and the
+metrics alone; :func:`main_step` is the main sharded computation for the every-paper
+sharding test.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from typing import Mapping
 
 from absl import logging
 import jax
@@ -19,10 +27,10 @@ import numpy as np
 from scipy import stats
 
 from reprojax.algorithms import comparison_oracle as co
-from reprojax.experiments import plotting
-from reprojax.experiments.common import fit_loglog
 from reprojax.experiments import sharding
-from reprojax.experiments.results import Claim, Outcome
+from reprojax.experiments.common import fit_loglog
+from reprojax.experiments.comparison_oracle import plots
+from reprojax.experiments.results import Claim
 
 
 # ----------------------------------------------------------------------------- problem
@@ -60,6 +68,18 @@ def method_kwargs(name, config):
   return kw
 
 
+def replica_queries(name: str, f, monitor, n: int, config, oracle_kw=None):
+  """One replica of :func:`queries_to_eps`: ``(x0_N, key, eps) -> (queries, steps, reached, x)``.
+
+  ``name``'s method holds a comparison oracle of ``f`` only; ``monitor`` (the true
+  gradient norm) stops the run at ``eps`` or the config's step cap.
+  """
+  oracle = co.make_oracle(f, n, **(oracle_kw or {}))
+  method = co.make_method(oracle, name, **method_kwargs(name, config))
+  max_steps = config.max_steps_baseline if name == "zhang_li" else config.max_steps_ours
+  return lambda x, k, e: co.queries_to_stationarity(method, monitor, x, k, e, max_steps)
+
+
 def queries_to_eps(name: str, n: int, eps_B, config, *, oracle_kw=None, seed_offset=0,
                    mesh=None):
   """Runs over (eps_b, start_b), vmapped and split over the mesh's ``data`` axis.
@@ -74,11 +94,7 @@ def queries_to_eps(name: str, n: int, eps_B, config, *, oracle_kw=None, seed_off
   reps = B // config.num_seeds
   x0 = jnp.tile(x0, (reps, 1))
   keys = jax.random.split(k2, B)
-  oracle = co.make_oracle(f, n, **(oracle_kw or {}))
-  method = co.make_method(oracle, name, **method_kwargs(name, config))
-  max_steps = config.max_steps_baseline if name == "zhang_li" else config.max_steps_ours
-  fn = sharding.vmap_sharded(
-      lambda x, k, e: co.queries_to_stationarity(method, monitor, x, k, e, max_steps), mesh)
+  fn = sharding.vmap_sharded(replica_queries(name, f, monitor, n, config, oracle_kw), mesh)
   t0 = time.time()
   q, t, ok, _ = fn(x0, keys, jnp.asarray(eps_B, jnp.float64))
   q, t, ok = np.asarray(q, np.float64), np.asarray(t), np.asarray(ok)
@@ -193,12 +209,18 @@ def hessian_scaling(n: int, config, mesh=None):
 
 # ----------------------------------------------------------------------------- run
 
-def run(config, workdir: str) -> Outcome:
-  jax.config.update("jax_enable_x64", True)
+def run(config, workdir: str) -> dict[str, float]:
+  """Measures everything in float64 (scoped), writes the figure and returns the flat metrics."""
+  with jax.enable_x64(True):
+    m, figure = _measure(config)
+  plots.write_all(workdir, config, m, **figure)
+  return m
 
+
+def _measure(config):
+  """The metrics and what the figure needs (every JAX computation of the run)."""
   m = {}
   S = config.num_seeds
-  tol = config.slope_tol
   mesh = sharding.config_mesh(config)
 
   # n-scaling (ours, quantum) at eps_n; eps-scaling at n_eps in the same vmapped call.
@@ -400,76 +422,69 @@ def run(config, workdir: str) -> Outcome:
     cp = [cma_queries(fN, monN, x0N[s_], config.eps_n, config.seed + s_,
                       config.cma_max_evals)[1] for s_ in range(config.cma_seeds)]
     m[f"cma_comparisons_n{n}"] = float(np.median(cp))
+  figure = dict(grids=grids, fits=fits, eps_grid=eps_grid, eps_meds=eps_meds, cross=cross,
+                hard=hard, hq=hq, have_cma=have_cma)
+  return m, figure
 
-  # ------------------------------------------------------------------- plots
-  fig, ax = plotting.subplots(1, 4, figsize=(21, 4.6))
-  for name, color in (("ours", "C0"), ("quantum_sim", "C2")):
-    ns = np.asarray(grids[name], float)
-    meds = [m[f"{name}_queries_n{n}"] for n in grids[name]]
-    s, ci, c0 = fits[(name, "n")]
-    ax[0].loglog(ns, meds, "o", color=color)
-    ax[0].loglog(ns, np.exp(c0) * ns ** s, "-", color=color,
-                 label=f"{name}: slope {s:.2f} ± {ci:.2f}")
-  if ("zhang_li", "n") in fits:
-    ns = np.asarray(config.n_grid, float)
-    s, ci, c0 = fits[("zhang_li", "n")]
-    ax[0].loglog(ns, [m[f"zhang_li_queries_n{n}"] for n in config.n_grid], "o", color="C1")
-    ax[0].loglog(ns, np.exp(c0) * ns ** s, "-", color="C1",
-                 label=f"zhang_li: slope {s:.2f} ± {ci:.2f}")
-  if have_cma and config.cma_n_grid:
-    ax[0].loglog(np.asarray(config.cma_n_grid, float),
-                 [m[f"cma_comparisons_n{n}"] for n in config.cma_n_grid], "s--", color="C3",
-                 label="CMA-ES (sorting comparisons)")
-  ns = np.asarray(config.n_grid, float)
-  ax[0].loglog(ns, m["ours_queries_n%d" % config.n_grid[0]] * (ns / ns[0]) ** 2, ":",
-               color="gray", label="n^2 / n^1 guides")
-  nq = np.asarray(config.n_grid_quantum, float)
-  ax[0].loglog(nq, m["quantum_sim_queries_n%d" % config.n_grid_quantum[0]] * (nq / nq[0]), ":",
-               color="gray")
-  ax[0].set(xlabel="n", ylabel="queries to ||grad f|| <= eps", title=f"eps = {config.eps_n:g}")
-  ax[0].legend(fontsize=8)
-  for name, color in (("ours", "C0"), ("quantum_sim", "C2"), ("zhang_li", "C1")):
-    if (name, "eps") not in fits:
-      continue
-    s, ci, c0 = fits[(name, "eps")]
-    ax[1].loglog(eps_grid, eps_meds[name], "o", color=color)
-    ax[1].loglog(eps_grid, np.exp(c0) * eps_grid ** s, "-", color=color,
-                 label=f"{name}: slope {s:.2f} ± {ci:.2f}")
-  ce = np.asarray(config.cma_eps, float)
-  if have_cma and config.cma_n == config.n_eps:
-    ax[1].loglog(ce, [m[f"cma_comparisons_eps{e:g}"] for e in config.cma_eps], "s--",
-                 color="C3", label="CMA-ES (sorting comparisons)")
-  if np.isfinite(cross):
-    ax[1].axvline(cross, color="gray", ls=":", label=f"crossover eps ~ {cross:.2g}")
-  ax[1].set(xlabel="eps", ylabel="queries", title=f"n = {config.n_eps}")
-  ax[1].invert_xaxis()
-  ax[1].legend(fontsize=8)
-  for name, color, p in (("ours", "C0", 1.5), ("zhang_li", "C1", 2.0)):
-    T_B, e_B, q, _, ok = hard[name]
-    s, ci, c0 = fits[(name, "hard")]
-    es = np.unique(e_B)
-    ax[3].loglog(e_B[ok], q[ok], "o", color=color, alpha=0.6)
-    ax[3].loglog(es, np.exp(c0) * es ** s, "-", color=color,
-                 label=f"{name}: slope {s:.2f} ± {ci:.2f} (bound -{p:g})")
-  ax[3].set(xlabel="eps", ylabel="queries",
-            title=f"hard chain (Carmon et al.), n = {config.hard_n}, T = {list(config.hard_links)}")
-  ax[3].invert_xaxis()
-  ax[3].legend(fontsize=8)
-  for n in config.hess_n_grid:
-    ds = [d for d in config.hess_deltas if np.isfinite(hq[(n, d)])]
-    ax[2].plot([math.log(1 / d) for d in ds], [hq[(n, d)] / n ** 2 for d in ds], "o-",
-               label=f"n = {n}")
-  ax[2].set(xlabel="log(1/delta)", ylabel="Hessian queries / n^2",
-            title=f"Hessian estimator: R^2 = {m['hessian_log_delta_r2']:.3f}")
-  ax[2].legend(fontsize=8)
-  fig.tight_layout()
-  plotting.save(fig, workdir, "query_scaling.png", dpi=110)
 
-  # ------------------------------------------------------------------- claims
+def _float64(step_fn):
+  """``step_fn`` (a :func:`reprojax.experiments.sharding.vmap_sharded` callable) run and
+  lowered under ``jax.enable_x64(True)``, as the experiment runs it."""
+  def call(*args):
+    with jax.enable_x64(True):
+      return step_fn(*args)
+
+  def lower(*args):
+    with jax.enable_x64(True):
+      return step_fn.lower(*args)
+
+  call.lower = lower
+  return call
+
+
+def main_step(config, key: jax.Array | None) -> sharding.Step:
+  """The paper's main sharded computation at ``config``'s shapes (issue 32's every-paper test).
+
+  The step is our second-order method's queries-to-eps runs at ``n = config.n_eps``, the
+  eps-scaling call of :func:`run` (``queries_to_eps("ours", n_eps, ...)``: the same
+  per-replica function and :func:`reprojax.experiments.sharding.vmap_sharded`), on its
+  ``(len(eps_grid) + 1) * num_seeds`` replicas: every target of ``config.eps_grid`` and
+  ``config.eps_n`` times ``num_seeds`` starts, each run until the true gradient norm is
+  at most its eps or ``config.max_steps_ours`` iterations. Float64, as in the run.
+  Outputs: queries, iterations, reached and the final point per replica.
+
+  With a key: starts drawn from it at distance ``config.start_radius`` from the
+  minimiser (as the run's); with None: ``jax.ShapeDtypeStruct`` args only.
+  """
+  n = config.n_eps
+  eps_B = np.repeat(np.concatenate([np.asarray(config.eps_grid, float), [config.eps_n]]),
+                    config.num_seeds)
+  b = eps_B.size
+  with jax.enable_x64(True):
+    f, monitor = problem(n, config, config.seed)
+    fn = replica_queries("ours", f, monitor, n, config)
+    if key is None:
+      keys = jax.eval_shape(lambda: jax.random.split(jax.random.key(0), b))
+      args = (jax.ShapeDtypeStruct((b, n), jnp.float64), keys,
+              jax.ShapeDtypeStruct((b,), jnp.float64))
+    else:
+      k1, k2 = jax.random.split(key)
+      x0 = starts(n, b, config.start_radius, k1, minimizer(n, config, config.seed))
+      args = (np.asarray(x0), jax.random.split(k2, b), eps_B)
+  return sharding.Step(build=lambda mesh: _float64(sharding.vmap_sharded(fn, mesh)), args=args)
+
+
+# ----------------------------------------------------------------------------- claims
+
+def claims(config, metrics: Mapping[str, float]) -> list[Claim]:
+  """The verdicts: a pure function of the config and the metrics (as ``results.json`` has them)."""
+  m = metrics
+  tol = config.slope_tol
+  cross = m["crossover_eps"]
   so, sq = m["ours_n_slope"], m["quantum_sim_n_slope"]
   eo, eb = m["ours_eps_slope"], m["zhang_li_eps_slope"]
   ho, hb = m["ours_hard_eps_slope"], m["zhang_li_hard_eps_slope"]
-  claims = [
+  return [
       Claim("ours_n_slope", "classical queries to an eps-stationary point grow like n^2",
             "O~(n^2/eps^1.5): slope 2 in n",
             f"slope {so:.2f} ± {m['ours_n_slope_ci95']:.2f} (n={list(config.n_grid)})",
@@ -511,4 +526,3 @@ def run(config, workdir: str) -> Outcome:
             bool(m["quantum_tv_statevector_vs_closed_form"] < 0.05
                  and m["quantum_vs_classical_max_angle"] < 1e-3)),
   ]
-  return Outcome(metrics=m, claims=claims)

@@ -4,4 +4,4 @@ from reprojax.experiments import launcher
 from reprojax.experiments.comparison_oracle import experiment
 
 if __name__ == "__main__":
-  launcher.main(experiment.run, paper="comparison_oracle")
+  launcher.main(experiment.run, experiment.claims, paper="comparison_oracle")

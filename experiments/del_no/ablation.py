@@ -50,14 +50,14 @@ def _cells(config, per_replica):
   for pde in config.pdes:
     for bb in ex.backbones_of(config, pde):
       kb, kd = ex.model_key(bb, pde, False), ex.model_key(bb, pde, True)
-      for cname, sigma in ex._conds(config):  # pylint: disable=protected-access
+      for cname, sigma in ex.conditions(config):
         reps = [ex.Replica(pde, alpha0, sigma, config.n_train, int(config.seed + s))
                 for s in range(config.num_seeds)]
         base = [per_replica[(kb, r)]["err"] for r in reps]
         base_loss = float(np.mean([per_replica[(kb, r)]["loss"] for r in reps]))
         dn = [per_replica[(kd, r)] for r in reps]
-        b, bse = ex._mean_se(base)  # pylint: disable=protected-access
-        d, dse = ex._mean_se([x["err"] for x in dn])  # pylint: disable=protected-access
+        b, bse = ex.mean_se(base)
+        d, dse = ex.mean_se([x["err"] for x in dn])
         out.append(dict(cell=f"{pde} {bb} {cname}", m=del_no_pdes.PDE_ORDER[pde], base=b,
                         base_se=bse, delno=d, delno_se=dse, win=bool(d < b),
                         within_noise=bool(abs(d - b) < max(bse, dse)), base_loss=base_loss,
@@ -71,7 +71,7 @@ def run_mode(config, mode, inputs, mesh, base_results):
   config = config.copy_and_resolve_references()
   config.channel_norm = mode
   grid_config = config.copy_and_resolve_references()
-  grid_config.sweep_seeds = 0  # the alpha sweep trains below, one group per alpha
+  grid_config.sweep_num_seeds = 0  # the alpha sweep trains below, one group per alpha
   grid = ex.requests(grid_config)
   if base_results is not None:
     grid = {k: v for k, v in grid.items() if k.orders}
@@ -83,7 +83,7 @@ def run_mode(config, mode, inputs, mesh, base_results):
   tops, gains = [], {}
   for alpha in config.sweep_alphas:
     reps = [ex.Replica(config.sweep_pde, float(alpha), float(config.sweep_sigma), config.n_train,
-                       int(config.seed + s)) for s in range(config.sweep_seeds)]
+                       int(config.seed + s)) for s in range(config.sweep_num_seeds)]
     res, _ = ex.train_groups(config, {key: reps}, inputs, mesh)
     tops.append([res[(key, r)]["top"] for r in reps])
     x = inputs.inputs(config.sweep_pde, float(alpha), 0.0)[0]
@@ -152,7 +152,7 @@ def main(argv):
   del argv
   config = ablation_config()
   mesh = sharding.config_mesh(config)
-  inputs = ex._Inputs(config)  # pylint: disable=protected-access
+  inputs = ex.Inputs(config)
   none, per_replica = run_mode(config, "none", inputs, mesh, None)
   base = {k: v for k, v in per_replica.items() if not k[0].orders}
   rms, _ = run_mode(config, "rms", inputs, mesh, base)

@@ -80,7 +80,7 @@ class ZeroChannels(nn.Module):
 def make_variant(variant: str, config, m: int):
   """(model, optimizer) of one variant for a 1-D periodic PDE of order m."""
   net = ex.make_backbone("fno", config.backbones, 1, True)
-  sched = ex._schedule(config)  # pylint: disable=protected-access
+  sched = ex.schedule(config)
   orders = ex.initial_orders(m)
   if variant == "backbone":
     return ex.make_model("fno", config, m, False)
@@ -113,7 +113,7 @@ def run_variant(config, variant, pde, inputs, mesh):
   return rec
 
 
-_ms = ex._mean_se  # pylint: disable=protected-access
+_ms = ex.mean_se
 
 
 def _worse(a, b) -> bool:
@@ -248,7 +248,7 @@ def main(argv):
     raise ValueError(f"--variants must include backbone and delno and name only {VARIANTS}; "
                      f"got {variants}")
   mesh = sharding.config_mesh(config)
-  inputs = ex._Inputs(config)  # pylint: disable=protected-access
+  inputs = ex.Inputs(config)
   t0, c0 = time.perf_counter(), time.process_time()
   res = {pde: {v: run_variant(config, v, pde, inputs, mesh) for v in variants}
          for pde in config.pdes}

@@ -4,4 +4,4 @@ from reprojax.experiments import launcher
 from reprojax.experiments.del_no import experiment
 
 if __name__ == "__main__":
-  launcher.main(experiment.run, paper="del_no")
+  launcher.main(experiment.run, experiment.claims, paper="del_no")

@@ -8,7 +8,7 @@ checkpoints and resumes on its own), then evaluated on the held-out pairs.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Mapping
 
 from absl import logging
 import jax
@@ -18,12 +18,13 @@ import numpy as np
 import optax
 
 from reprojax.data import pde
-from reprojax.experiments import plotting
 from reprojax.experiments.common import Normalizer
 from reprojax.experiments.common import relative_l2
+from reprojax.experiments.common import standard_error
 from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments import train
+from reprojax.experiments.fno import plots
 from reprojax.models import fno
 
 
@@ -62,22 +63,33 @@ def make_optimizer(rc: ml_collections.ConfigDict) -> optax.GradientTransformatio
                      optax.scale_by_adam(), optax.scale_by_learning_rate(schedule))
 
 
-def train_run(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict, workdir: str,
-              mesh: jax.sharding.Mesh, data: pde.Split, stop_after: int | None = None):
-  """Trains one FNO; returns (final params, model, input normaliser, output normaliser)."""
-  model = make_model(rc)
-  xn = Normalizer(data.x_train, rc.normalize)
-  yn = Normalizer(data.y_train, rc.normalize)
+def make_loss_fn(model: fno.FNO, yn: Normalizer) -> train.LossFn:
+  """The training loss: per-example relative L2 of the decoded prediction (the original's LpLoss).
+
+  ``batch`` is ``(x, y)``: encoded inputs and raw solutions; the FNO's output is
+  decoded by ``yn`` before the error, as in the original scripts.
+  """
   y_mean, y_std = jnp.asarray(yn.mean), jnp.asarray(yn.std)
-  steps_per_epoch = rc.n_train // rc.batch_size
-  num_steps = rc.epochs * steps_per_epoch
-  optimizer = make_optimizer(rc)
 
   def loss_fn(params, batch, key):
     del key  # the FNO is deterministic
     x, y = batch
     pred = model.apply(params, x) * y_std + y_mean
     return relative_l2(pred, y), {}  # per example; fit averages the real ones
+
+  return loss_fn
+
+
+def train_run(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict, workdir: str,
+              mesh: jax.sharding.Mesh, data: pde.Split, stop_after: int | None = None):
+  """Trains one FNO; returns (final params, model, input normaliser, output normaliser)."""
+  model = make_model(rc)
+  xn = Normalizer(data.x_train, rc.normalize)
+  yn = Normalizer(data.y_train, rc.normalize)
+  steps_per_epoch = rc.n_train // rc.batch_size
+  num_steps = rc.epochs * steps_per_epoch
+  optimizer = make_optimizer(rc)
+  loss_fn = make_loss_fn(model, yn)
 
   x_train = xn.encode(data.x_train).astype(np.float32)
   state = train.fit(
@@ -101,48 +113,120 @@ def test_errors(params: Any, model: fno.FNO, xn: Normalizer, yn: Normalizer, dat
   return train.evaluate(per_example, params, (x_test, data.y_test), mesh, batch_size)
 
 
-def _plot(workdir: str, name: str, rc, data: pde.Split, pred: np.ndarray, err: float,
-          curve: list[dict]) -> None:
-  if rc.pde == "burgers":
-    fig, axes = plotting.subplots(1, 2, figsize=(10, 3.5))
-    x = np.arange(rc.resolution) / rc.resolution
-    axes[0].plot(x, data.x_test[0], label="u(x, 0) (input)", alpha=0.6)
-    axes[0].plot(x, data.y_test[0], label="u(x, 1) (truth)")
-    axes[0].plot(x, pred, "--", label="FNO")
-    axes[0].set_xlabel("x")
-    axes[0].legend(fontsize=8)
-  else:
-    fig, axes = plotting.subplots(1, 4, figsize=(15, 3.5))
-    for ax, img, title in zip(axes[:3], (data.x_test[0], data.y_test[0], pred),
-                              ("coefficient a", "solution u", "FNO")):
-      im = ax.imshow(np.asarray(img).T, origin="lower", extent=(0, 1, 0, 1))  # x right, y up
-      ax.set_title(title)
-      fig.colorbar(im, ax=ax, fraction=0.046)
-  steps = [r["step"] for r in curve]
-  axes[-1].semilogy(steps, [r["loss"] for r in curve])
-  axes[-1].set_xlabel("step")
-  axes[-1].set_ylabel("train relative L2")
-  fig.suptitle(f"FNO {name}: s={rc.resolution}, n_train={rc.n_train}, test rel. L2 = {err:.4f} "
-               f"(paper {rc.paper_rel_l2:.4f}, {rc.paper_setting})", fontsize=9)
-  fig.tight_layout()
-  plotting.save(fig, workdir, f"fno_{name}.png", dpi=110)
-
-
-def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
-  mesh = sharding.config_mesh(config)
-  for name, rc in config.runs.items():  # validate everything before any work
+def _check_runs(config: ml_collections.ConfigDict) -> None:
+  """Raises ValueError for a run whose batch is empty or larger than its training set."""
+  for name, rc in config.runs.items():
     if rc.batch_size < 1:
       raise ValueError(f"runs.{name}: batch_size must be >= 1, got {rc.batch_size}")
     if rc.n_train < rc.batch_size:
       raise ValueError(f"runs.{name}: n_train={rc.n_train} is below batch_size={rc.batch_size}")
-  metrics, claims = {}, []
+
+
+class _PaddedStep:
+  """A train step on a batch of ``batch_size`` real examples, padded for ``mesh`` as fit pads.
+
+  :func:`reprojax.experiments.train.fit` pads every batch with copies of its first
+  example up to a multiple of the ``data`` axis and masks them; this does the same
+  for one batch, so the step's arguments do not depend on the mesh.
+  """
+
+  def __init__(self, step_fn, mesh: jax.sharding.Mesh, batch_size: int):
+    self._step_fn = step_fn
+    self._padded = train.padded_batch_size(batch_size, mesh)
+    self._batch_size = batch_size
+    self._data_sh = sharding.data_sharding(mesh)
+
+  def _args(self, state, x, y, key):
+    pad = self._padded - self._batch_size
+    if isinstance(x, jax.ShapeDtypeStruct):
+      batch = tuple(jax.ShapeDtypeStruct((self._padded,) + a.shape[1:], a.dtype,
+                                         sharding=self._data_sh) for a in (x, y))
+      mask = jax.ShapeDtypeStruct((self._padded,), np.bool_, sharding=self._data_sh)
+    else:
+      idx = np.concatenate([np.arange(self._batch_size), np.zeros(pad, np.int64)])
+      batch = tuple(sharding.global_array(np.asarray(a)[idx], self._data_sh) for a in (x, y))
+      mask = sharding.global_array(np.arange(self._padded) < self._batch_size, self._data_sh)
+    return state, batch, mask, key
+
+  def __call__(self, state, x, y, key):
+    return self._step_fn(*self._args(state, x, y, key))
+
+  def lower(self, state, x, y, key):
+    return self._step_fn.lower(*self._args(state, x, y, key))
+
+
+def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
+  """The paper's main sharded computation at ``config``'s shapes (issue 32's every-paper test).
+
+  With a key: concrete, valid inputs drawn from it (synthetic is fine: no dataset
+  loading, no data generation, no files); with None: ``jax.ShapeDtypeStruct`` args only.
+
+  The step is one training step of the config's first run (Burgers in every
+  config): :func:`reprojax.experiments.train.make_train_step` with that run's
+  model, optimizer and loss (:func:`make_loss_fn`) on a batch of ``batch_size``
+  pairs at its resolution, padded and masked for the mesh as ``fit`` pads it.
+  Arguments are ``(state, x_B, y_B, key)``: the state as host numpy arrays (the
+  step donates it), standard normal inputs and outputs, and the step key. The
+  parameters are drawn on the host, uniform within +-1/sqrt(fan-in) of each leaf
+  (PyTorch's default for a dense layer), with the optimizer's initial state:
+  valid, and without compiling the model's initialiser (about 6 s of CPU). The
+  output normaliser is the identity (Burgers runs unnormalised; a normalised run
+  decodes with its training data's statistics).
+  """
+  _check_runs(config)
+  rc = next(iter(config.runs.values()))
+  model = make_model(rc)
+  optimizer = make_optimizer(rc)
+  ndim = 1 if rc.pde == "burgers" else 2
+  shape = (rc.batch_size,) + (rc.resolution,) * ndim
+  loss_fn = make_loss_fn(model, Normalizer(np.zeros((1,) + shape[1:], np.float32), False))
+
+  def init(k):
+    params = model.init(k, jnp.zeros((1,) + shape[1:], jnp.float32))
+    return train.TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
+
+  abstract = jax.eval_shape(init, jax.random.key(0))
+
+  def build(mesh):
+    step_fn = train.make_train_step(mesh=mesh, loss_fn=loss_fn, optimizer=optimizer,
+                                    batch_size=rc.batch_size, abstract_state=abstract)
+    return _PaddedStep(step_fn, mesh, rc.batch_size)
+
+  if key is None:
+    data = jax.ShapeDtypeStruct(shape, jnp.float32)
+    args = (abstract, data, data, jax.eval_shape(lambda: jax.random.key(0)))
+  else:
+    k_host, k_step = jax.random.split(key)
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(k_host)))
+
+    def draw(leaf):
+      bound = 1.0 / np.sqrt(leaf.shape[-2] if len(leaf.shape) >= 2 else leaf.shape[0])
+      return rng.uniform(-bound, bound, leaf.shape).astype(leaf.dtype)
+
+    params = jax.tree.map(draw, abstract.params)
+    state = train.TrainState(np.zeros((), np.int32), params,
+                             jax.device_get(optimizer.init(params)))
+    x, y = (rng.standard_normal(shape, np.float32) for _ in range(2))
+    args = (state, x, y, k_step)
+  return sharding.Step(build, args)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+  """Trains and tests every run of ``config.runs``; writes a figure per run, returns the metrics.
+
+  Metrics per run: ``<name>_rel_l2`` (mean test relative L2), its standard error
+  ``<name>_rel_l2_se``, and the paper's figure ``<name>_paper_rel_l2``.
+  """
+  mesh = sharding.config_mesh(config)
+  _check_runs(config)  # validate everything before any work
+  metrics = {}
   for name, rc in config.runs.items():
     data = load_data(config, rc)
     run_dir = os.path.join(workdir, name)
     params, model, xn, yn = train_run(config, rc, run_dir, mesh, data)
     errs = test_errors(params, model, xn, yn, data, mesh, rc.batch_size)
     err = float(errs.mean())
-    se = float(errs.std(ddof=1) / np.sqrt(errs.size))
+    se = float(standard_error(errs))
     metrics[f"{name}_rel_l2"] = err
     metrics[f"{name}_rel_l2_se"] = se
     metrics[f"{name}_paper_rel_l2"] = rc.paper_rel_l2
@@ -150,12 +234,21 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> results.Outcome:
     if jax.process_index() == 0:
       pred = np.asarray(model.apply(params, xn.encode(data.x_test[:1]))[0]) * yn.std + yn.mean
       curve = [r for r in train.metrics_lib.MetricWriter(run_dir).read() if "loss" in r]
-      _plot(workdir, name, rc, data, pred, err, curve)
-    claims.append(results.Claim(
+      plots.prediction_and_curve(workdir, name, rc, data, pred, err, curve)
+  return metrics
+
+
+def claims(config: ml_collections.ConfigDict,
+           metrics: Mapping[str, float]) -> list[results.Claim]:
+  """One claim per run: our test error within ``tolerance`` times the paper's (pure)."""
+  out = []
+  for name, rc in config.runs.items():
+    err, se = metrics[f"{name}_rel_l2"], metrics[f"{name}_rel_l2_se"]
+    out.append(results.Claim(
         id=f"{name}_rel_l2",
         statement=f"FNO relative L2 test error on {rc.pde} ({rc.paper_setting})",
         paper=f"{rc.paper_rel_l2:.4f}",
         ours=(f"{err:.4f} +- {se:.4f} (s={rc.resolution}, {rc.n_train} train, "
               f"{rc.epochs} epochs)"),
         holds=err <= config.tolerance * rc.paper_rel_l2))
-  return results.Outcome(metrics=metrics, claims=claims)
+  return out

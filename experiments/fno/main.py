@@ -4,4 +4,4 @@ from reprojax.experiments import launcher
 from reprojax.experiments.fno import experiment
 
 if __name__ == "__main__":
-  launcher.main(experiment.run, paper="fno")
+  launcher.main(experiment.run, experiment.claims, paper="fno")

@@ -7,7 +7,7 @@ directions listed, so ``2 x edges`` operator entries), its GWCN shift
 ``S = A / (n rho_hat)``, and times ``S @ X`` for ``X`` of shape ``n x F``:
 
 * ``scipy``: ``scipy.sparse.csr_matrix @ X`` (float32, single thread);
-* ``jax segment_sum``: :func:`reprojax.models.gwcn.propagate` with one ``segment_sum``;
+* ``jax segment_sum``: :func:`reprojax.algorithms.gwcn.propagate` with one ``segment_sum``;
 * ``jax chunked``: edges sorted by sender, padded, scatter-added in chunks
   (``edge_chunk``), the fast path on CPU.
 

@@ -21,9 +21,9 @@ from absl import flags
 import jax
 import jax.numpy as jnp
 
-from reprojax.algorithms.ising_aggregation import _fit
-from reprojax.experiments.ising_aggregation import experiment
+from reprojax.algorithms import ising_aggregation as ia
 from reprojax.data import ising_aggregation as data_ia
+from reprojax.experiments.ising_aggregation import experiment
 
 _REGIME = flags.DEFINE_enum("regime", "clique", ["clique", "bloc"], "Simulated regime (A or B).")
 _JUDGES = flags.DEFINE_integer("judges", 8, "Judges K.")
@@ -43,23 +43,20 @@ def main(argv):
   keys = jax.random.split(jax.random.fold_in(jax.random.key(0), offset + 1000 * k + n), 20)
   for t in range(_TRIALS.value):
     kp, kd = jax.random.split(keys[t])
-    pan = experiment._panel(kp, k, _REGIME.value, 0.6)  # pylint: disable=protected-access
+    pan = experiment.simulated_panel(kp, k, _REGIME.value, 0.6)
     d = data_ia.sample_ising_judges(kd, n, *pan)
     v, y = d.votes_NxK, d.labels_N
-    truth = _fit.IsingParams(pan[4], jnp.stack([pan[0], pan[1]]), jnp.stack([pan[2], pan[3]]))
-    p_bayes = _fit._e_step(v, truth, "exact", False)
-    rows = [("true parameters (Bayes rule)", float(_fit._mixture_log_lik(v, truth, False)),
+    truth = ia.IsingParams(pan[4], jnp.stack([pan[0], pan[1]]), jnp.stack([pan[2], pan[3]]))
+    p_bayes = ia.ising_fit_posterior(v, truth, "exact")
+    rows = [("true parameters (Bayes rule)", float(ia.ising_mixture_log_lik(v, truth)),
              _acc(p_bayes, y))]
-    neg = -jnp.ones_like(y)
     for start, init in (("DS", None), ("Bayes posterior", p_bayes)):
       for m_step in ("pseudo", "exact"):
-        f = _fit._fit_em(v, neg, 1e-3, 1e-4, 1e-5, class_dependent=True, e_step="exact",
-                         max_iters=_ITERS.value, newton_steps=3, missing=False, init_N=init,
-                         m_step=m_step)
+        f = ia.fit_ising_em(v, e_step="exact", m_step=m_step, max_iters=_ITERS.value, tol=1e-5,
+                            newton_steps=3, init_N=init)
         rows.append((f"EM from {start}, {m_step} M-step", float(f.log_lik), _acc(f.posterior_N, y)))
-    f = _fit._fit_em_multistart(v, neg, jax.random.fold_in(keys[t], 7), 1e-3, 1e-4, 1e-4,
-                                class_dependent=True, e_step="exact", max_iters=_ITERS.value,
-                                newton_steps=3, missing=False, num_starts=6, m_step="exact")
+    f = ia.fit_ising_em(v, e_step="exact", m_step="exact", max_iters=_ITERS.value, tol=1e-4,
+                        newton_steps=3, num_starts=6, key=jax.random.fold_in(keys[t], 7))
     rows.append(("multi-start (6), exact M-step, best likelihood", float(f.log_lik),
                  _acc(f.posterior_N, y)))
     print(f"{_REGIME.value} K={k} n={n} trial {t}:")

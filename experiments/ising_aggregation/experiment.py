@@ -23,21 +23,21 @@ Parts (each gives metrics; the claims are computed from them):
 
 from __future__ import annotations
 
+import functools
 import time
 
 from absl import logging
 import jax
 import jax.numpy as jnp
-import ml_collections  # noqa: E402
-import numpy as np  # noqa: E402
-from scipy import special  # noqa: E402
+import ml_collections
+import numpy as np
+from scipy import special
 
-from reprojax.algorithms import ising_aggregation as ia  # noqa: E402
-from reprojax.algorithms.ising_aggregation import _fit, _ising, _voting  # noqa: E402
-from reprojax.data import ising_aggregation as data_ia  # noqa: E402
-from reprojax.experiments import plotting
-from reprojax.experiments import sharding  # noqa: E402
-from reprojax.experiments.results import Claim, Outcome  # noqa: E402
+from reprojax.algorithms import ising_aggregation as ia
+from reprojax.data import ising_aggregation as data_ia
+from reprojax.experiments import sharding
+from reprojax.experiments.ising_aggregation import plots
+from reprojax.experiments.results import Claim
 
 METHODS = ("mv", "ci_weighted", "ising_indep", "ising_dep", "ising_dep_10pct")
 LABELLED_FRAC = 0.1  # ising_dep_10pct: EM with the first 10% of labels known, scored on the rest
@@ -62,32 +62,49 @@ def _aggregate(key, votes_NxK, labels_N, l2, l2_field, max_iters, num_starts, mi
   neg = -jnp.ones_like(labels_N)
   n_lab = int(LABELLED_FRAC * labels_N.shape[0])
   semi = jnp.where(jnp.arange(labels_N.shape[0]) < n_lab, labels_N, -1)
-  common = dict(e_step="exact", max_iters=max_iters, newton_steps=3, missing=missing)
-  p_mv = _voting._majority_vote(votes_NxK)
-  p_ds = _voting._dawid_skene(votes_NxK, 1e-5, two_coin=True, max_iters=max_iters).posterior_N
+  p_mv = ia.majority_vote(votes_NxK)
+  p_ds = ia.dawid_skene(votes_NxK, two_coin=True, max_iters=max_iters, tol=1e-5).posterior_N
   # One vmapped EM for every run: S starts x (class-indep., class-dep.) unlabelled, and the
   # class-dep. run with 10% of the labels (from DS); each model keeps its best-likelihood start.
-  starts_SxN = _fit._starts(key, votes_NxK, num_starts, p_ds)
+  starts_SxN = ia.ising_em_starts(key, votes_NxK, num_starts, p_ds)
   s = num_starts
-  runs = _fit._fit_em_runs(
+  runs = ia.fit_ising_em_runs(
       votes_NxK, jnp.concatenate([jnp.broadcast_to(neg, (2 * s, neg.size)), semi[None]]),
       jnp.concatenate([starts_SxN, starts_SxN, p_ds[None]]),
-      jnp.concatenate([jnp.zeros((s,), bool), jnp.ones((s + 1,), bool)]), l2, l2_field, 1e-4,
-      **common)
+      jnp.concatenate([jnp.zeros((s,), bool), jnp.ones((s + 1,), bool)]), l2=l2,
+      l2_field=l2_field, tol=1e-4, e_step="exact", max_iters=max_iters, newton_steps=3,
+      missing=missing)
   pick = lambda lo, hi: jax.tree.map(lambda x: x[lo:hi], runs)  # noqa: E731
-  fits = [_fit._best_run(pick(0, s), votes_NxK, neg).posterior_N,
-          _fit._best_run(pick(s, 2 * s), votes_NxK, neg).posterior_N]
+  fits = [ia.best_ising_fit(pick(0, s), votes_NxK, neg).posterior_N,
+          ia.best_ising_fit(pick(s, 2 * s), votes_NxK, neg).posterior_N]
   p_semi = runs.posterior_N[2 * s]
   return jnp.stack([_scores(p, labels_N) for p in (p_mv, p_ds, *fits)]
                    + [_scores(p_semi[n_lab:], labels_N[n_lab:])])
 
 
-def _panel(key, k, regime, clique_frac):
+def simulated_panel(key, k, regime, clique_frac):
+  """The true parameters ``(h0, h1, W0, W1, prior)`` of one simulated panel of ``k`` judges.
+
+  Regime "clique" (A): :func:`reprojax.data.ising_aggregation.dependent_panel`;
+  "bloc" (B): :func:`reprojax.data.ising_aggregation.bloc_panel` (``clique_frac`` is
+  then the bloc's share).
+  """
   if regime == "clique":
     return data_ia.dependent_panel(key, k, clique_frac)
   if regime == "bloc":
     return data_ia.bloc_panel(key, k, bloc_frac=clique_frac)
   raise ValueError(f"regime must be 'clique' or 'bloc', got {regime!r}")
+
+
+def _synthetic_trial(key, l2, l2_field, *, k, n, max_iters, clique_frac, num_starts, regime):
+  """One simulated trial -> [method + bayes, metric]: a panel, n items, every aggregator."""
+  kp, kd = jax.random.split(key)  # the panel and its items (as before the multi-start EM)
+  ks = jax.random.fold_in(key, 7)  # EM's random starts
+  h0, h1, w0, w1, prior = simulated_panel(kp, k, regime, clique_frac)
+  d = data_ia.sample_ising_judges(kd, n, h0, h1, w0, w1, prior)
+  scores = _aggregate(ks, d.votes_NxK, d.labels_N, l2, l2_field, max_iters, num_starts)
+  bayes = ia.ising_posterior(d.votes_NxK, h0, h1, w0, w1, prior, missing=False)
+  return jnp.concatenate([scores, _scores(bayes, d.labels_N)[None]], axis=0)
 
 
 def synthetic_trials(keys, l2, l2_field, *, k, n, max_iters, clique_frac, num_starts,
@@ -97,16 +114,37 @@ def synthetic_trials(keys, l2, l2_field, *, k, n, max_iters, clique_frac, num_st
   Each trial draws a panel (regime "clique" or "bloc"), samples n items exactly,
   runs every aggregator and the Bayes oracle with the true parameters.
   """
-  def trial(key, l2, l2_field):
-    kp, kd = jax.random.split(key)  # the panel and its items (as before the multi-start EM)
-    ks = jax.random.fold_in(key, 7)  # EM's random starts
-    h0, h1, w0, w1, prior = _panel(kp, k, regime, clique_frac)
-    d = data_ia._sample_ising(kd, h0, h1, w0, w1, prior, num_items=n)
-    scores = _aggregate(ks, d.votes_NxK, d.labels_N, l2, l2_field, max_iters, num_starts)
-    bayes = _ising._ising_posterior(d.votes_NxK, h0, h1, w0, w1, prior, missing=False)
-    return jnp.concatenate([scores, _scores(bayes, d.labels_N)[None]], axis=0)
-
+  trial = functools.partial(_synthetic_trial, k=k, n=n, max_iters=max_iters,
+                            clique_frac=clique_frac, num_starts=num_starts, regime=regime)
   return sharding.vmap_sharded(trial, mesh, in_axes=(0, None, None))(keys, l2, l2_field)
+
+
+def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
+  """The paper's main sharded computation at ``config``'s shapes (issue 32's every-paper test).
+
+  The step is one cell of the simulated part (:func:`synthetic_trials`): regime A
+  (clique) with ``K = config.synth_ks[0]`` judges and ``config.synth_items`` items,
+  ``config.num_trials`` trials vmapped and split over ``data``, each drawing a
+  panel, sampling its items and running every aggregator (MV, DS, the multi-start
+  Ising EM fits with ``config.num_starts`` starts and ``config.max_iters``
+  iterations, the 10%-labelled fit) and the Bayes oracle; the output is
+  ``[trial, method + bayes, (acc, log loss, ece)]``. The run makes the same call
+  for every cell of the grid.
+
+  With a key: the trials' keys drawn from it and the config's ridges; with None:
+  ``jax.ShapeDtypeStruct`` args only.
+  """
+  trial = functools.partial(_synthetic_trial, k=config.synth_ks[0], n=config.synth_items,
+                            max_iters=config.max_iters, clique_frac=config.clique_frac,
+                            num_starts=config.num_starts, regime="clique")
+  if key is None:
+    ridge = jax.ShapeDtypeStruct((), jnp.float32, weak_type=True)  # a Python float, as in run
+    args = (jax.eval_shape(lambda: jax.random.split(jax.random.key(0), config.num_trials)),
+            ridge, ridge)
+  else:
+    args = (jax.random.split(key, config.num_trials), float(config.l2), float(config.l2_field))
+  return sharding.Step(
+      build=lambda mesh: sharding.vmap_sharded(trial, mesh, in_axes=(0, None, None)), args=args)
 
 
 def semi_trials(keys, votes_TxNxK, labels_TxN, l2, l2_field, *, max_iters, num_starts, mesh=None):
@@ -184,13 +222,14 @@ def _mean_metrics(prefix, arr, names):
   return out
 
 
-def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+  """Runs the five parts, writes the plots into ``workdir`` and returns the metrics."""
   metrics: dict[str, float] = {}
   key = jax.random.key(config.seed)
   t0 = time.time()
 
   mesh = sharding.config_mesh(config)
-  fit_args = dict(max_iters=config.max_iters, num_starts=config.em_starts, mesh=mesh)
+  fit_args = dict(max_iters=config.max_iters, num_starts=config.num_starts, mesh=mesh)
 
   # 1. simulated dependent panels: regime A (clique, K and items varying), regime B (bloc)
   names = METHODS + ("bayes",)
@@ -238,11 +277,11 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
 
   # 4. finite-K flip
   fb, fc, fa, fbeta = flip_example()
-  metrics.update(flip_bayes_posterior=fb, flip_ci_posterior=fc)
+  metrics.update(flip_bayes_posterior=fb, flip_ci_posterior=fc, flip_ci_sensitivity=fa,
+                 flip_ci_specificity=fbeta)
 
   # 5. real crowd labels
-  crowd_dir = config.crowd_manual_dir or None
-  crowd = data_ia.load_crowd_binary(crowd_dir)
+  crowd = data_ia.load_crowd_binary(config.manual_dir or None)
   v = jnp.asarray(crowd.votes_NxK)
   y = jnp.asarray(crowd.labels_N)
   crowd_p = {
@@ -259,11 +298,12 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
   logging.info("crowd: %s (%.0f s)", {k: round(metrics[f"crowd_{k}_acc"], 4) for k in crowd_p},
                time.time() - t0)
 
-  _plots(workdir, config, synth, semi, cw, bloc)
-  return Outcome(metrics=metrics, claims=_claims(config, metrics, fa, fbeta))
+  plots.write_all(workdir, config, synth, semi, cw, bloc, METHODS)
+  return metrics
 
 
-def _claims(config, m, flip_a, flip_b):
+def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
+  """The paper's claims, checked on the metrics ``m`` of :func:`run` (a pure function of both)."""
   claims = []
   kbig = [k for k in config.synth_ks if k >= 5]
   n = config.synth_items
@@ -333,7 +373,8 @@ def _claims(config, m, flip_a, flip_b):
       "finite_k_flip", "CI flips the Bayes label in a finite-K example despite matching marginals",
       "appendix examples: CI confident in the wrong label",
       f"K=3, votes 111: Bayes P(Y=1)={m['flip_bayes_posterior']:.3f}, CI with exact marginals "
-      f"(sens {flip_a:.3f}, spec {flip_b:.3f}) {m['flip_ci_posterior']:.3f}",
+      f"(sens {m['flip_ci_sensitivity']:.3f}, spec {m['flip_ci_specificity']:.3f}) "
+      f"{m['flip_ci_posterior']:.3f}",
       m["flip_bayes_posterior"] < 0.5 < m["flip_ci_posterior"]))
   kmax, kmin = config.cw_ks[-1], config.cw_ks[0]
   claims.append(Claim(
@@ -344,41 +385,3 @@ def _claims(config, m, flip_a, flip_b):
       m[f"cw_K{kmax}_ci_risk"] > 0.2 and m[f"cw_K{kmax}_bayes_risk"] < 1e-3
       and m[f"cw_K{kmax}_bayes_risk"] < m[f"cw_K{kmin}_bayes_risk"]))
   return claims
-
-
-def _plots(workdir, config, synth, semi, cw, bloc):
-  labels = {"mv": "uniform MV", "ci_weighted": "CI weighted (DS)", "ising_indep": "class-indep. Ising",
-            "ising_dep": "class-dep. Ising", "ising_dep_10pct": "class-dep. Ising, 10% labels",
-            "bayes": "Bayes oracle"}
-  fig, axes = plotting.subplots(1, 4, figsize=(20, 4))
-  ks = list(config.synth_ks)
-  n = config.synth_items
-  for i, meth in enumerate(METHODS + ("bayes",)):
-    axes[0].plot(ks, [synth[(k, n)][:, i, 0].mean() for k in ks], "o-", label=labels[meth])
-  axes[0].set(xlabel="judges K", ylabel="accuracy", title=f"simulated dependent panels, {n} items")
-  kk = config.synth_ks[-1]
-  ns = sorted({nn for (k, nn) in synth if k == kk})
-  for i, meth in enumerate(METHODS + ("bayes",)):
-    axes[1].plot(ns, [synth[(kk, nn)][:, i, 0].mean() for nn in ns], "o-", label=labels[meth])
-  axes[1].set(xscale="log", xlabel="items", ylabel="accuracy", title=f"simulated, K={kk}")
-  sk = list(config.semi_ks)
-  for i, meth in enumerate(METHODS):
-    axes[2].plot(sk, [semi[k][:, i, 0].mean() for k in sk], "o-", label=labels[meth])
-  axes[2].set(xlabel="judges K", ylabel="accuracy", title="semi-real judges (digits classifiers)")
-  bk = list(config.bloc_ks)
-  for i, meth in enumerate(METHODS + ("bayes",)):
-    axes[3].plot(bk, [bloc[(k, n)][:, i, 0].mean() for k in bk], "o-", label=labels[meth])
-  axes[3].set(xlabel="judges K", ylabel="accuracy", title=f"bloc regime (B), {n} items")
-  axes[0].set_title(f"clique regime (A), {n} items")
-  axes[0].legend(fontsize=7)
-  fig.tight_layout()
-  plotting.save(fig, workdir, "accuracy.png", dpi=110)
-
-  fig, ax = plotting.subplots(figsize=(5.5, 4))
-  ax.plot([c[0] for c in cw], [c[2] for c in cw], "o-", label="CI rule (exact marginals)")
-  ax.plot([c[0] for c in cw], [max(c[1], 1e-300) for c in cw], "s-", label="Bayes (Ising)")
-  ax.set(xscale="log", yscale="log", xlabel="judges K", ylabel="risk",
-         title="Curie-Weiss separation", ylim=(1e-12, 1))
-  ax.legend()
-  fig.tight_layout()
-  plotting.save(fig, workdir, "curie_weiss_risk.png", dpi=110)

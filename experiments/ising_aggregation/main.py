@@ -4,4 +4,4 @@ from reprojax.experiments import launcher
 from reprojax.experiments.ising_aggregation import experiment
 
 if __name__ == "__main__":
-  launcher.main(experiment.run, paper="ising_aggregation")
+  launcher.main(experiment.run, experiment.claims, paper="ising_aggregation")

@@ -20,8 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reprojax.algorithms.rocp import _baselines
-from reprojax.algorithms.rocp import _rocp
+from reprojax.algorithms import rocp
 from reprojax.experiments.rocp.peers import mapie_split_conformal
 
 _N = flags.DEFINE_integer("n", 100_000, "calibration points (and as many test points)")
@@ -58,9 +57,9 @@ def main(argv):
   print(f"devices: {jax.devices()}; n = {n} calibration + {n} test points, Y = {y_n}")
 
   rows = []
-  lac = jax.jit(lambda pc, yc, pt: _baselines._lac(pc, yc, pt, None, alpha).sets_NxY)
+  lac = jax.jit(lambda pc, yc, pt: rocp.lac(pc, yc, pt, None, alpha).sets_NxY)
   u_cal = jnp.asarray(np.random.RandomState(0).uniform(size=n).astype(np.float32))
-  aps = jax.jit(lambda pc, yc, pt, uc: _baselines._aps(pc, yc, pt, None, alpha, uc).sets_NxY)
+  aps = jax.jit(lambda pc, yc, pt, uc: rocp.aps(pc, yc, pt, None, alpha, uc).sets_NxY)
   cases = {
       "lac": (lambda: lac(pc, yc, pt), mapie_split_conformal("lac", p, y, n, alpha)),
       "aps": (lambda: aps(pc, yc, pt, u_cal), mapie_split_conformal("aps", p, y, n, alpha)),
@@ -74,7 +73,7 @@ def main(argv):
     mismatch = int((np.asarray(s_ours) != s_mapie).sum())
     rows.append((name, t_ours, t_mapie, t_mapie / t_ours, compile_s, mismatch))
   for variant in ("global", "full") if _ROCP.value else ():
-    fn = jax.jit(lambda pc, yc, pt, v=variant: _rocp._rocp(pc, yc, pt, loss, alpha, v).sets_NxY)
+    fn = jax.jit(lambda pc, yc, pt, v=variant: rocp.rocp(pc, yc, pt, loss, alpha, v).sets_NxY)
     run = lambda fn=fn: fn(pc, yc, pt)
     t0 = time.perf_counter()
     jax.block_until_ready(run())

@@ -30,9 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reprojax.algorithms.rocp import _risk
-from reprojax.algorithms.rocp import _rocp
+from reprojax.algorithms import rocp
 from reprojax.data import rocp as rocp_data
+from reprojax.experiments.rocp import classifier
 from reprojax.experiments.rocp import experiment
 
 _N_CAL = flags.DEFINE_integer("n_cal", 184, "calibration points per split")
@@ -51,25 +51,25 @@ def _per_split(key, pool_NxY, loss, critical, alpha, n_cal, n_test):
   p = pool_NxY[idx]
   y = jax.random.categorical(k_y, jnp.log(jnp.maximum(p, 1e-30)))  # labels from the exact law
   pc, yc, pt, yt = p[:n_cal], y[:n_cal], p[n_cal:], y[n_cal:]
-  path = _rocp._calibrate(pc, yc, loss)
-  opath = _rocp._oracle_calibrate(pc, loss)
-  sets, actions = experiment._all_methods(path, opath, pc, yc, pt, loss, alpha)
+  path = rocp.calibrate(pc, yc, loss)
+  opath = rocp.oracle_calibrate(pc, loss)
+  sets, actions = experiment.all_methods(path, opath, pc, yc, pt, loss, alpha)
   cov_model = (sets[0] * pt).sum(-1)  # ROCP's own (model) conditional coverage
-  v_action = jnp.argmin(_risk._batched_risk(loss, sets[0], 1.0 - cov_model), -1)
+  v_action = jnp.argmin(rocp.robust_risk(loss, sets[0], 1.0 - cov_model), -1)
   sets = jnp.concatenate([sets, sets[:1]])
   actions = jnp.concatenate([actions, v_action[None].astype(actions.dtype)])
 
   def metrics(s, a):
     c = (s * pt).sum(-1)  # true conditional coverage
     pick = lambda r: jnp.take_along_axis(r, a[:, None], 1)[:, 0]
-    rr = pick(_risk._batched_risk(loss, s, alpha)).mean()
-    crr = pick(_risk._batched_risk(loss, s, 1.0 - c)).mean()
+    rr = pick(rocp.robust_risk(loss, s, alpha)).mean()
+    crr = pick(rocp.robust_risk(loss, s, 1.0 - c)).mean()
     exp_loss = (loss[a] * pt).sum(-1).mean()
     crit = (critical[a] * pt).sum(-1).mean()
     covered = jnp.take_along_axis(s, yt[:, None], 1)[:, 0].mean()
     return jnp.stack([covered, s.sum(-1).mean(), rr, crr, exp_loss, crit])
 
-  beta0 = _rocp._predict(path, pt, loss, alpha, "full").beta == 0
+  beta0 = rocp.predict(path, pt, loss, alpha, "full").beta == 0
   return jax.vmap(metrics)(sets, actions), beta0
 
 
@@ -79,7 +79,7 @@ COLS = ("coverage", "set_size", "robust_risk", "cond_robust_risk", "expected_los
 
 def main(argv):
   del argv
-  med = rocp_data.medical_task(jax.random.key(0))  # the quick config's classifier (seed 0 data key)
+  med = classifier.medical_task(jax.random.key(0))  # the quick config's classifier (seed 0 data key)
   pool = jnp.asarray(med.probs_NxY, jnp.float32)
   loss = jnp.asarray(rocp_data.medical_losses()[_LOSS.value])
   crit = jnp.asarray(rocp_data.medical_critical(), jnp.float32)

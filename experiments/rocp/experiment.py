@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import Mapping
 
 from absl import logging
 import jax
 import jax.numpy as jnp
-import matplotlib
 import ml_collections
 import numpy as np
 
-from reprojax.algorithms.rocp import _baselines  # noqa: E402
-from reprojax.algorithms.rocp import _metrics  # noqa: E402
-from reprojax.algorithms.rocp import _rocp  # noqa: E402
-from reprojax.data import rocp as rocp_data  # noqa: E402
-from reprojax.experiments import plotting
-from reprojax.experiments import sharding  # noqa: E402
-from reprojax.experiments.results import Claim, Outcome  # noqa: E402
+from reprojax.algorithms import rocp
+from reprojax.data import rocp as rocp_data
+from reprojax.experiments import sharding
+from reprojax.experiments.common import standard_error
+from reprojax.experiments.results import Claim
+from reprojax.experiments.rocp import classifier
+from reprojax.experiments.rocp import plots
 
 METHODS = ("rocp", "rocp_global", "oracle", "lac", "aps", "raps", "rac", "best_response")
 BASELINES = ("lac", "aps", "raps", "rac", "best_response")
@@ -40,19 +40,33 @@ TASKS = ("medical", "hazard")
 LOSSES = ("mild", "severe")
 
 
-def _all_methods(path, opath, pc, yc, pt, loss, alpha):
-  """Sets and actions of every method for one split and one alpha: (methods, N, Y), (methods, N)."""
+def all_methods(path: rocp.CoveragePath, opath: rocp.CoveragePath, pc: jax.Array, yc: jax.Array,
+                pt: jax.Array, loss: jax.Array, alpha: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Sets and actions of every method of :data:`METHODS` for one split and one alpha.
+
+  Args:
+    path: :func:`reprojax.algorithms.rocp.calibrate` of the calibration split.
+    opath: :func:`reprojax.algorithms.rocp.oracle_calibrate` of its inputs.
+    pc, yc: calibration probabilities (n, Y) and labels (n,).
+    pt: test probabilities (m, Y).
+    loss: loss matrix (A, Y).
+    alpha: miscoverage level.
+
+  Returns:
+    Sets bool (methods, m, Y) and actions int32 (methods, m); best response has
+    the whole label space as its set.
+  """
   preds = [
-      _rocp._predict(path, pt, loss, alpha, "full"),
-      _rocp._predict(path, pt, loss, alpha, "global"),
-      _rocp._predict(opath, pt, loss, alpha, "oracle"),
-      _baselines._lac(pc, yc, pt, loss, alpha),
-      _baselines._aps(pc, yc, pt, loss, alpha, jnp.zeros(yc.shape, pc.dtype)),
-      _baselines._raps(pc, yc, pt, loss, alpha),
-      _baselines._rac(pc, yc, pt, loss, alpha),
+      rocp.predict(path, pt, loss, alpha, "full"),
+      rocp.predict(path, pt, loss, alpha, "global"),
+      rocp.predict(opath, pt, loss, alpha, "oracle"),
+      rocp.lac(pc, yc, pt, loss, alpha),
+      rocp.aps(pc, yc, pt, loss, alpha),  # deterministic scores (u = 0)
+      rocp.raps(pc, yc, pt, loss, alpha),
+      rocp.rac(pc, yc, pt, loss, alpha),
   ]
   sets = [p.sets_NxY for p in preds] + [jnp.ones(pt.shape, bool)]
-  actions = [p.actions_N for p in preds] + [_baselines._best_response(pt, loss)]
+  actions = [p.actions_N for p in preds] + [rocp.best_response(pt, loss)]
   return jnp.stack(sets), jnp.stack(actions)
 
 
@@ -61,12 +75,12 @@ def _evaluate_split(key, probs, labels, loss, critical, alphas, n_cal):
   perm = jax.random.permutation(key, probs.shape[0])
   cal, test = perm[:n_cal], perm[n_cal:]
   pc, yc, pt, yt = probs[cal], labels[cal], probs[test], labels[test]
-  path = _rocp._calibrate(pc, yc, loss)  # alpha-free: shared by the vmap over alpha
-  opath = _rocp._oracle_calibrate(pc, loss)
+  path = rocp.calibrate(pc, yc, loss)  # alpha-free: shared by the vmap over alpha
+  opath = rocp.oracle_calibrate(pc, loss)
 
   def per_alpha(alpha):
-    sets, actions = _all_methods(path, opath, pc, yc, pt, loss, alpha)
-    m = jax.vmap(_metrics._decision_metrics, in_axes=(0, 0, None, None, None, None))(
+    sets, actions = all_methods(path, opath, pc, yc, pt, loss, alpha)
+    m = jax.vmap(rocp.decision_metrics, in_axes=(0, 0, None, None, None, None))(
         sets, actions, yt, loss, critical, alpha)
     return jnp.stack(m, axis=-1)  # (methods, len(METRICS))
 
@@ -92,16 +106,56 @@ def evaluate(keys_S, probs_NxY, labels_N, loss_AxY, critical_AxY, alphas_L, n_ca
                                              critical_AxY, alphas_L)
 
 
+def _medical_n_cal(config: ml_collections.ConfigDict, pool: int) -> int:
+  """Calibration patients per split: ``medical_cal_fraction`` of the held-out pool."""
+  return int(round(config.medical_cal_fraction * pool))
+
+
+def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
+  """The paper's main sharded computation at ``config``'s shapes (issue 32's every-paper test).
+
+  With a key: concrete, valid inputs drawn from it (synthetic is fine: no dataset
+  loading, no data generation, no files); with None: ``jax.ShapeDtypeStruct`` args only.
+
+  The step is :func:`evaluate` (the program :func:`run` compiles) for one cell of
+  the grid: every method on all ``num_splits`` random calibration/test splits at
+  every alpha, on the medical task (the held-out pool of the 569 patients less
+  ``medical_n_train``, two labels) with the severe loss. The hazard cells run the
+  same program at larger sizes (8 labels, ``hazard_pool`` scenes): compiling it
+  takes about as long, running it about ten times longer.
+  The synthetic classifier probabilities are ``softmax(2 z)`` with standard
+  normal z, and the labels are drawn from them.
+  """
+  pool = rocp_data.MEDICAL_PATIENTS - int(config.medical_n_train)
+  num_labels, s = len(rocp_data.MEDICAL_LABELS), int(config.num_splits)
+  loss = rocp_data.medical_losses()["severe"]
+  critical = rocp_data.medical_critical()
+  alphas = np.asarray(config.alphas, np.float32)
+  build = functools.partial(_sharded_evaluate, _medical_n_cal(config, pool))
+  if key is None:
+    sds = jax.ShapeDtypeStruct
+    keys = jax.eval_shape(lambda: jax.random.split(jax.random.key(0), s))
+    args = (keys, sds((pool, num_labels), jnp.float32), sds((pool,), jnp.int32),
+            sds(loss.shape, loss.dtype), sds(critical.shape, critical.dtype),
+            sds(alphas.shape, alphas.dtype))
+  else:
+    k_keys, k_p, k_y = jax.random.split(key, 3)
+    probs = jax.nn.softmax(2.0 * jax.random.normal(k_p, (pool, num_labels)), axis=-1)
+    labels = jax.random.categorical(k_y, jnp.log(probs)).astype(jnp.int32)
+    args = (jax.random.split(k_keys, s), probs, labels, loss, critical, alphas)
+  return sharding.Step(build, args)
+
+
 def _tasks(config, key):
   k_med, k_haz = jax.random.split(key)
-  med = rocp_data.medical_task(k_med, n_train=config.medical_n_train,
-                               data_dir=config.data_dir or None,
-                               hidden=tuple(config.medical_hidden), steps=config.medical_steps)
+  med = classifier.medical_task(k_med, n_train=config.medical_n_train,
+                                manual_dir=config.manual_dir or None,
+                                hidden=tuple(config.medical_hidden), steps=config.medical_steps)
   logging.info("medical: classifier accuracy train %.3f, held-out pool %.3f (%d patients)",
                med.train_accuracy, med.pool_accuracy, len(med.labels_N))
   haz = rocp_data.hazard_benchmark(k_haz, config.hazard_pool,
                                    temperature=config.hazard_temperature)
-  n_med_cal = int(round(config.medical_cal_fraction * len(med.labels_N)))
+  n_med_cal = _medical_n_cal(config, len(med.labels_N))
   return {
       "medical": (jnp.asarray(med.probs_NxY), jnp.asarray(med.labels_N), rocp_data.medical_losses(),
                   rocp_data.medical_critical(), n_med_cal),
@@ -110,41 +164,19 @@ def _tasks(config, key):
   }, med
 
 
-def _plot(table, alphas, workdir):
-  colors = dict(zip(METHODS, matplotlib.colormaps["tab10"].colors))
-  for task in TASKS:
-    fig, axes = plotting.subplots(2, len(METRICS), figsize=(3.6 * len(METRICS), 7), squeeze=False)
-    for r, lname in enumerate(LOSSES):
-      mean, se = table[(task, lname)]
-      for c, metric in enumerate(METRICS):
-        ax = axes[r, c]
-        for mi, method in enumerate(METHODS):
-          if method == "best_response" and metric in ("coverage", "set_size"):
-            continue
-          ax.errorbar(alphas, mean[:, mi, c], yerr=se[:, mi, c], label=method, marker="o",
-                      ms=3, capsize=2, color=colors[method],
-                      lw=2.2 if method == "rocp" else 1.0)
-        if metric == "coverage":
-          ax.plot(alphas, 1 - alphas, "k--", lw=1, label="1 - alpha")
-        ax.set_title(f"{task} / {lname} loss: {metric}")
-        ax.set_xlabel("alpha")
-        ax.grid(alpha=0.3)
-    axes[0, METRICS.index("robust_risk")].legend(fontsize=7)
-    fig.tight_layout()
-    plotting.save(fig, workdir, f"rocp_{task}_vs_alpha.png", dpi=110)
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+  """Both tasks x both loss matrices; writes the plots and returns the flat metrics.
 
-
-def _fmt(x, s):
-  return f"{x:.4g} +- {s:.2g}"
-
-
-def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
+  Metrics are at ``report_alpha`` (means and standard errors over the splits),
+  plus paired ROCP - baseline differences, each method's miscoverage at every
+  alpha and its largest excess over alpha in standard errors.
+  """
+  if float(config.report_alpha) not in [float(a) for a in config.alphas]:
+    raise ValueError(f"report_alpha {config.report_alpha} must be one of alphas {config.alphas}")
   key = jax.random.key(config.seed)
   k_data, k_split = jax.random.split(key)
   tasks, med = _tasks(config, k_data)
   alphas = np.asarray(config.alphas, np.float32)
-  if float(config.report_alpha) not in [float(a) for a in config.alphas]:
-    raise ValueError(f"report_alpha {config.report_alpha} must be one of alphas {config.alphas}")
   ia = int(np.argmin(np.abs(alphas - config.report_alpha)))
   keys = jax.random.split(k_split, config.num_splits)
   mesh = sharding.config_mesh(config)
@@ -159,7 +191,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
                                 jnp.asarray(critical), jnp.asarray(alphas), n_cal=n_cal,
                                 mesh=mesh))
       mean = res.mean(0)
-      se = res.std(0, ddof=1) / np.sqrt(res.shape[0])
+      se = standard_error(res, axis=0)
       table[(task, lname)] = (mean, se)
       logging.info("%s/%s: %d splits x %d alphas in %.1f s", task, lname, res.shape[0],
                    len(alphas), time.time() - t0)
@@ -174,17 +206,22 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Outcome:
           c = METRICS.index(metric)
           d = res[:, ia, METHODS.index("rocp"), c] - res[:, ia, METHODS.index(b), c]
           metrics[f"{task}/{lname}/rocp_minus_{b}/{metric}"] = float(d.mean())
-          metrics[f"{task}/{lname}/rocp_minus_{b}/{metric}_se"] = float(
-              d.std(ddof=1) / np.sqrt(len(d)))
+          metrics[f"{task}/{lname}/rocp_minus_{b}/{metric}_se"] = float(standard_error(d))
       for method in ("rocp", "rocp_global", "lac"):
         mi = METHODS.index(method)
         miscov = 1 - res[:, :, mi, 0]  # (S, L)
-        z = (miscov.mean(0) - alphas) / np.maximum(miscov.std(0, ddof=1) / np.sqrt(len(keys)), 1e-12)
+        z = (miscov.mean(0) - alphas) / np.maximum(standard_error(miscov, axis=0), 1e-12)
         metrics[f"{task}/{lname}/{method}/max_miscoverage_excess_z"] = float(z.max())
         for a, m in zip(alphas, miscov.mean(0)):
           metrics[f"{task}/{lname}/{method}/miscoverage@{a:g}"] = float(m)
-  _plot(table, alphas, workdir)
-  return Outcome(metrics=metrics, claims=_claims(metrics, config.report_alpha))
+  plots.metrics_vs_alpha(workdir, table, alphas, tasks=TASKS, losses=LOSSES, methods=METHODS,
+                         metrics=METRICS)
+  return metrics
+
+
+def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> list[Claim]:
+  """The paper's claims, decided from the metrics of :func:`run` alone (pure)."""
+  return _claims(metrics, config.report_alpha)
 
 
 def _claims(m, report_alpha):

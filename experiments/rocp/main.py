@@ -4,4 +4,4 @@ from reprojax.experiments import launcher
 from reprojax.experiments.rocp import experiment
 
 if __name__ == "__main__":
-  launcher.main(experiment.run, paper="rocp")
+  launcher.main(experiment.run, experiment.claims, paper="rocp")

@@ -1,5 +1,5 @@
 """Tests of algorithms.comparison_oracle: estimators, quantum simulation, optimizers, noise,
-the hard chain, the experiment on a mesh, inputs.
+the hard chain, inputs (the experiment's sharded runs: tests/experiments/test_papers.py).
 
 Float64 throughout (``jax.enable_x64``): comparisons of nearby values need it. The
 tests are compile-bound (runs take milliseconds), so functions jitted here use XLA's
@@ -17,9 +17,6 @@ import pytest
 from scipy import special
 
 from reprojax.algorithms import comparison_oracle as co
-from reprojax.experiments import sharding
-from reprojax.experiments.comparison_oracle import experiment
-from reprojax.experiments.comparison_oracle.configs import quick
 
 
 def _jit(fn):
@@ -248,23 +245,7 @@ def test_quantum_and_baseline_reach_eps():
     assert bool(reached) and int(q) > 0, method.name
 
 
-# ----------------------------------------------------------------------------- experiment on a mesh, noise
-
-def test_experiment_runs_agree_on_8_and_1_devices():
-  """The experiment's vmapped queries-to-eps runs (here the baseline's: the cheapest compile),
-  split over the 8 fake CPU devices, equal those on a 1-device mesh bit for bit."""
-  config = quick.get_config()
-  config.num_seeds = 3  # 3 replicas: padded to 8 on the 8-device mesh
-  eps_B = np.full(3, 5e-2)
-  mesh8 = sharding.make_mesh(config.mesh.to_dict())
-  mesh1 = sharding.make_mesh(devices=jax.devices()[:1])
-  assert mesh8.shape[sharding.DATA] == 8 and mesh1.shape[sharding.DATA] == 1
-  out8 = experiment.queries_to_eps("zhang_li", 2, eps_B, config, mesh=mesh8)
-  out1 = experiment.queries_to_eps("zhang_li", 2, eps_B, config, mesh=mesh1)
-  for a, b in zip(out8, out1):  # queries, iterations, reached
-    np.testing.assert_array_equal(a, b)
-  assert out8[2].all() and np.all(out8[0] > 0)
-
+# ----------------------------------------------------------------------------- noise
 
 def test_noisy_oracle_majority_vote_converges_with_measured_overhead():
   A = jnp.diag(jnp.array([-1.0, 2.0]))

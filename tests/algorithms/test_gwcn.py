@@ -8,8 +8,6 @@ import scipy.sparse
 
 from reprojax.algorithms import gwcn
 from reprojax.data import gwcn as gwcn_data
-from reprojax.experiments import sharding
-from reprojax.experiments.gwcn import experiment
 from reprojax.models import gcn
 
 import networkx as nx  # noqa: E402
@@ -212,31 +210,6 @@ def test_limit_network_on_its_own_quadrature_has_zero_transfer_error():
   assert float(b_dens) == pytest.approx(3 * 0.2 * 0.5 * 10 + 4 * 0.2 * 0.5)
 
 
-# ----------------------------------------------------------------- the experiment on a mesh
-
-def test_synthetic_replicas_on_8_devices_equal_1_device():
-  """The experiment's vmapped (graph, schedule) replicas split over 8 devices == on 1 device."""
-  g = gwcn_data.sphere_gaussian(1.0)
-  model = gcn.GCN(features=(8, 2), num_taps=2)
-  quad = g.quadrature(40)
-  params = _numpy_params(model, np.random.default_rng(0), g.features(quad[:4]), jnp.eye(4))
-  keys = jax.random.split(jax.random.key(1), 6)  # 6 replicas: padded to 8 on 8 devices
-  rhos = jnp.asarray([1.0, 1.0, 0.5, 0.5, 0.25, 0.25])
-  mesh8 = sharding.make_mesh({"data": -1})
-  mesh1 = sharding.make_mesh(devices=jax.devices()[:1])
-  assert mesh8.shape["data"] == 8 and mesh1.shape["data"] == 1
-
-  def run(mesh):
-    return experiment.synthetic_errors(keys, rhos, params, quad, g.kernel(quad, quad), n=24,
-                                       graphon=g, model=model, delta=0.05, mesh=mesh)
-
-  one, eight = run(mesh1), run(mesh8)
-  assert set(one) >= {"gwcn_err", "cgcn_err", "bound_size", "bound_density"}
-  for k in one:
-    assert one[k].shape == (6,) and np.all(np.isfinite(one[k])), k
-    np.testing.assert_allclose(eight[k], one[k], rtol=1e-6, atol=1e-7, err_msg=k)
-
-
 # ----------------------------------------------------------------- 4. bad input
 
 def _edges():
@@ -291,6 +264,6 @@ def test_bad_dense_and_other_inputs_raise():
   with pytest.raises(ValueError, match="networkx graph"):
     gwcn_data.load_networkx_graph("petersen")
   with pytest.raises(FileNotFoundError):
-    gwcn_data.load_pygsp_graph("minnesota", data_dir="/nonexistent")
+    gwcn_data.load_pygsp_graph("minnesota", manual_dir="/nonexistent")
   with pytest.raises(ValueError, match="dense shift"):
     gcn.GCN((2,)).init(jax.random.key(0), jnp.ones((3, 2)), jnp.ones((4, 4)))

@@ -273,6 +273,14 @@ def test_multistart_reports_the_exact_likelihood_and_orients_the_classes():
   np.testing.assert_allclose(float(multi.log_lik), brute, rtol=1e-5)
   mv = np.asarray(ia.majority_vote(v))
   assert np.corrcoef(np.asarray(multi.posterior_N), mv)[0, 1] > 0
+  # the same fit from the public pieces (starts, vmapped runs, selection), as the experiment does
+  starts = ia.ising_em_starts(jax.random.key(0), v, 4)
+  runs = ia.fit_ising_em_runs(v, -jnp.ones(starts.shape, jnp.int32), starts, jnp.ones((4,), bool),
+                              max_iters=20)
+  np.testing.assert_allclose(float(ia.best_ising_fit(runs, v).log_lik), float(multi.log_lik),
+                             rtol=1e-6)
+  np.testing.assert_allclose(ia.best_ising_fit(runs, v).posterior_N, multi.posterior_N, atol=1e-5)
+  np.testing.assert_allclose(ia.ising_mixture_log_lik(v, multi.params), multi.log_lik, rtol=1e-5)
 
 
 # ---------------------------------------------------------------- other references

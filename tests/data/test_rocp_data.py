@@ -1,4 +1,4 @@
-"""Tests of data/rocp.py (medical task, hazard benchmark) and models/mlp_classifier.py."""
+"""Tests of data/rocp.py (breast cancer split, hazard benchmark) and models/mlp_classifier.py."""
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +46,22 @@ def test_breast_cancer_loader_and_csv_folder(tmp_path):
   np.testing.assert_array_equal(y2, y)
   with pytest.raises(FileNotFoundError):
     rocp_data.load_breast_cancer(str(tmp_path / "missing"))
+
+
+def test_medical_split_is_a_partition_standardised_by_the_training_patients():
+  split = rocp_data.medical_split(jax.random.key(0), n_train=200)
+  x, y = rocp_data.load_breast_cancer()
+  assert len(y) == rocp_data.MEDICAL_PATIENTS
+  assert split.train_idx.shape == (200,) and split.pool_idx.shape == (369,)
+  np.testing.assert_array_equal(np.sort(np.r_[split.train_idx, split.pool_idx]), np.arange(569))
+  np.testing.assert_array_equal(split.labels_N, y)
+  tr = split.x_NxD[split.train_idx]
+  np.testing.assert_allclose(tr.mean(0), 0.0, atol=1e-4)
+  np.testing.assert_allclose(tr.std(0), 1.0, atol=1e-3)  # std + 1e-6 on features ~1e-3
+  again = rocp_data.medical_split(jax.random.key(0), n_train=200)
+  np.testing.assert_array_equal(again.pool_idx, split.pool_idx)  # a function of the key
+  with pytest.raises(ValueError, match="n_train"):
+    rocp_data.medical_split(jax.random.key(0), n_train=530)
 
 
 def test_mlp_classifier_shapes():

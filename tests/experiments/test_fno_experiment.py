@@ -1,4 +1,4 @@
-"""The FNO experiment's optimizer takes the original scripts' steps."""
+"""The FNO experiment's optimizer takes the original scripts' steps; its claims' verdicts."""
 
 import jax
 import numpy as np
@@ -45,3 +45,21 @@ def test_optimizer_on_the_mean_loss_matches_torch_adam_on_the_sum():
                     optax.scale_by_learning_rate(rc.learning_rate))
   q = _run(old, p0, grads)
   assert np.max(np.abs((q - p0) - (want - p0))) > 0.1 * np.max(np.abs(want - p0))
+
+
+def test_claims_hold_within_the_tolerance_of_the_papers_error():
+  config = quick.get_config()
+  paper = {name: rc.paper_rel_l2 for name, rc in config.runs.items()}
+
+  def verdicts(scale):
+    metrics = {}
+    for name, p in paper.items():
+      metrics.update({f"{name}_rel_l2": scale * p, f"{name}_rel_l2_se": 0.001,
+                      f"{name}_paper_rel_l2": p})
+    return {c.id: bool(c.holds) for c in experiment.claims(config, metrics)}
+
+  assert verdicts(config.tolerance * 0.999) == {f"{n}_rel_l2": True for n in paper}
+  assert verdicts(config.tolerance * 1.001) == {f"{n}_rel_l2": False for n in paper}
+  ours = experiment.claims(config, {f"{n}_{k}": 0.02 for n in paper
+                                    for k in ("rel_l2", "rel_l2_se", "paper_rel_l2")})[0].ours
+  assert ours.startswith("0.0200 +- 0.0200 (s=256, 512 train, 40 epochs)")

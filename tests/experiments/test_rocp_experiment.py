@@ -1,34 +1,45 @@
-"""The ROCP experiment's vmapped evaluation over random splits, on a mesh of many devices."""
+"""The ROCP experiment's claims, decided from hand-made metrics.
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+That the vmapped evaluation over random splits gives on 8 devices what it gives
+on one is ``tests/experiments/test_papers.py::test_main_step_on_8_devices_equals_1``
+(``experiment.main_step``: the evaluation of one cell of the grid at the quick
+config's shapes).
+"""
 
-from reprojax.data import rocp as rocp_data
-from reprojax.experiments import sharding
+import ml_collections
+
 from reprojax.experiments.rocp import experiment
 
 
-def test_evaluate_on_eight_devices_equals_one_device():
-  """5 splits (padded to 8 on the 8 fake CPU devices) x 2 alphas, every method and metric."""
-  rng = np.random.default_rng(0)
-  n = 48
-  p_mal = rng.beta(0.4, 0.6, size=n)
-  probs = jnp.asarray(np.stack([1 - p_mal, p_mal], 1).astype(np.float32))
-  labels = jnp.asarray((rng.uniform(size=n) < p_mal).astype(np.int32))
-  loss = jnp.asarray(rocp_data.medical_losses()["mild"])
-  critical = jnp.asarray(rocp_data.medical_critical())
-  alphas = jnp.asarray([0.1, 0.2], jnp.float32)
-  keys = jax.random.split(jax.random.key(0), 5)
-  mesh8 = sharding.make_mesh({"data": -1})
-  assert mesh8.shape["data"] == 8
-  mesh1 = sharding.make_mesh(devices=jax.devices()[:1])
-  args = (keys, probs, labels, loss, critical, alphas)
-  got8 = np.asarray(experiment.evaluate(*args, n_cal=24, mesh=mesh8))
-  got1 = np.asarray(experiment.evaluate(*args, n_cal=24, mesh=mesh1))
-  assert got8.shape == (5, 2, len(experiment.METHODS), len(experiment.METRICS))
-  assert np.all(np.isfinite(got8))
-  # Splits never communicate and each runs the same per-split program, so the
-  # results agree exactly (they did when this test was written; a compiler that
-  # reorders the means' sums could need a 1e-6 tolerance here).
-  np.testing.assert_array_equal(got8, got1)
+def _metrics(rocp_risk=1.0, baseline_risk=2.0, rocp_critical=0.01, baseline_critical=0.02,
+             severe_gain=0.5, z=0.0):
+  """Every metric the claims read: ROCP ahead of each baseline by the given margins."""
+  m = {}
+  for t in experiment.TASKS:
+    for l in experiment.LOSSES:
+      m[f"{t}/{l}/rocp/max_miscoverage_excess_z"] = z
+      m[f"{t}/{l}/rocp/critical_rate"] = rocp_critical
+      scale = 1.0 if l == "mild" else 1.0 / (1.0 - severe_gain)  # baselines' risk / ROCP's
+      m[f"{t}/{l}/rocp/robust_risk"] = rocp_risk
+      for b in experiment.BASELINES:
+        m[f"{t}/{l}/{b}/robust_risk"] = baseline_risk * scale
+        m[f"{t}/{l}/{b}/critical_rate"] = baseline_critical
+        m[f"{t}/{l}/rocp_minus_{b}/robust_risk"] = rocp_risk - baseline_risk * scale
+        m[f"{t}/{l}/rocp_minus_{b}/robust_risk_se"] = 0.01
+  return m
+
+
+def _verdicts(metrics):
+  config = ml_collections.ConfigDict({"report_alpha": 0.05})
+  return {c.id: bool(c.holds) for c in experiment.claims(config, metrics)}
+
+
+def test_claims_hold_when_rocp_is_ahead_and_fail_otherwise():
+  assert _verdicts(_metrics()) == {"coverage": True, "robust_risk": True,
+                                   "critical_mistakes": True, "larger_gain_when_costly": True}
+  assert not _verdicts(_metrics(z=2.5))["coverage"]  # miscoverage 2.5 s.e. above alpha
+  assert _verdicts(_metrics(z=2.0))["coverage"]
+  assert not _verdicts(_metrics(rocp_risk=2.5))["robust_risk"]
+  assert not _verdicts(_metrics(rocp_critical=0.03))["critical_mistakes"]
+  # The same relative gain (50%) under both losses is not a larger gain when costly.
+  assert not _verdicts(_metrics(severe_gain=0.0))["larger_gain_when_costly"]

@@ -91,3 +91,126 @@ def test_bad_batch_and_mesh():
     sharding.make_mesh({"data": 3})
   with pytest.raises(ValueError):
     sharding.make_mesh({"model": 8})
+
+
+# fit_replicas: R seed replicas in one program.
+
+_R, _N, _D = 3, 20, 4
+
+
+def _replica_problem():
+  """Per-replica linear regressions with a stochastic, per-replica-weighted loss."""
+  rng = np.random.default_rng(1)
+  x_NxD = rng.normal(size=(_N, _D)).astype(np.float32)  # one design, shared by the replicas
+  w_RxD = rng.normal(size=(_R, _D)).astype(np.float32)
+  y_RxN = (x_NxD @ w_RxD.T).T.astype(np.float32) + 0.1
+  scale_R = np.array([1.0, 0.5, 2.0], np.float32)  # replica_args: a per-replica loss weight
+
+  def init_params(key):
+    return {"w": 0.1 * jax.random.normal(key, (_D,)), "b": jnp.zeros(())}
+
+  def loss_fn(params, batch, key, scale):
+    x_B, y_B = batch
+    pred_B = x_B @ params["w"] + params["b"]
+    noise_B = 1.0 + 0.1 * jax.random.normal(key, y_B.shape)  # uses the step key
+    return scale * noise_B * (pred_B - y_B) ** 2, {"abs_err": jnp.abs(pred_B - y_B)}
+
+  def eval_fn(params, arrays, scale):
+    x, y = arrays
+    return {"mse": jnp.mean((x @ params["w"] + params["b"] - y) ** 2), "scale": scale}
+
+  return x_NxD, y_RxN, scale_R, init_params, loss_fn, eval_fn
+
+
+def _replica_fit(mesh, shared_x: bool, **kw):
+  x, y, scale, init_params, loss_fn, eval_fn = _replica_problem()
+  keys = jax.random.split(jax.random.key(0), 2 * _R)
+  x_train = x if shared_x else np.stack([x] * _R)
+  args = dict(mesh=mesh, init_params=init_params, loss_fn=loss_fn, optimizer=optax.adam(0.05),
+              init_keys=keys[:_R], step_keys=keys[_R:], train_arrays=(x_train, y),
+              stacked=(not shared_x, True), batch_size=5, num_steps=6, batch_seeds=[4, 5, 6],
+              num_examples=[_N, 12, _N], replica_args=scale, eval_fn=eval_fn,
+              eval_arrays=(x, y), eval_stacked=(False, True))
+  args.update(kw)
+  return train.fit_replicas(**args), keys
+
+
+def test_fit_replicas_equals_a_python_loop_and_8_devices_equal_1():
+  """Each replica trains as a plain loop of the same optax steps would; 8 devices = 1 device."""
+  one, keys = _replica_fit(sharding.make_mesh(devices=jax.devices()[:1]), shared_x=False)
+  x, y, scale, init_params, loss_fn, eval_fn = _replica_problem()
+  opt = optax.adam(0.05)
+  idx = train.sample_batch_indices([4, 5, 6], [_N, 12, _N], 6, 5)
+
+  @jax.jit
+  def ref_step(params, opt_state, x_B, y_B, key, s):
+    def mean_loss(p):
+      loss_B, aux = loss_fn(p, (x_B, y_B), key, s)
+      return jnp.mean(loss_B), jnp.mean(aux["abs_err"])
+    (loss, abs_err), g = jax.value_and_grad(mean_loss, has_aux=True)(params)
+    upd, opt_state = opt.update(g, opt_state, params)
+    return optax.apply_updates(params, upd), opt_state, loss, abs_err
+
+  for r in range(_R):  # the reference: one replica at a time, step by step
+    params = init_params(keys[r])
+    opt_state = opt.init(params)
+    for t in range(6):
+      b = idx[r, t]
+      params, opt_state, loss, abs_err = ref_step(params, opt_state, x[b], y[r, b],
+                                                  jax.random.fold_in(keys[_R + r], t), scale[r])
+      np.testing.assert_allclose(one.metrics["loss"][r, t], loss, rtol=1e-5)
+      np.testing.assert_allclose(one.metrics["abs_err"][r, t], abs_err, rtol=1e-5)
+    for name in params:
+      np.testing.assert_allclose(one.params[name][r], params[name], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(one.evals["mse"][r], eval_fn(params, (x, y[r]), scale[r])["mse"],
+                               rtol=1e-5)
+  assert one.metrics["loss"].shape == (_R, 6) and one.evals["scale"].tolist() == scale.tolist()
+  assert one.params["w"].shape == (_R, _D) and one.step_s > 0
+  # 8 devices (3 replicas padded to 8), the design shared (replicated, not stacked): the same.
+  eight, _ = _replica_fit(sharding.make_mesh(), shared_x=True)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+               (one.params, one.metrics, one.evals), (eight.params, eight.metrics, eight.evals))
+
+
+def test_replica_step_is_the_trainers_step():
+  """make_replica_step (the every-paper test's step) is one step of make_replica_trainer's loop."""
+  mesh = sharding.make_mesh()
+  x, y, scale, init_params, loss_fn, _ = _replica_problem()
+  opt = optax.sgd(0.1)
+  keys = jax.random.split(jax.random.key(3), 2 * _R)
+  idx_RxTxB = train.sample_batch_indices([1, 2, 3], [_N] * _R, 1, 5)
+  trainer = train.make_replica_trainer(mesh=mesh, init_params=init_params, loss_fn=loss_fn,
+                                       optimizer=opt, stacked=(False, True))
+  params_T, metrics_T, evals = trainer(keys[:_R], keys[_R:], idx_RxTxB, (x, y), scale)
+  assert evals is None
+  params0 = jax.jit(jax.vmap(init_params))(keys[:_R])
+  step = train.make_replica_step(mesh=mesh, loss_fn=loss_fn, optimizer=opt, stacked=(False, True))
+  params1, _, metrics1 = step(params0, jax.vmap(opt.init)(params0), keys[_R:], np.int32(0),
+                              idx_RxTxB[:, 0], (x, y), scale)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7),
+               params_T, params1)
+  np.testing.assert_allclose(metrics_T["loss"][:, 0], metrics1["loss"], rtol=1e-6)
+
+
+def test_fit_replicas_names_the_nonfinite_replica_and_checks_shapes():
+  x, y, *_ = _replica_problem()
+  y = y.copy()
+  y[2] = np.nan
+  with pytest.raises(train.NonFiniteLossError, match="loss at step 0 of replica 2"):
+    _replica_fit(sharding.make_mesh(), shared_x=True, train_arrays=(x, y))
+  for bad, match in ((dict(num_examples=[_N, 0, _N]), "num_examples"),
+                     (dict(batch_seeds=[1, 2]), "leading size"),
+                     (dict(train_arrays=(x, y[:, :10])), "disagree"),
+                     (dict(stacked=(True,)), "stacked flags")):
+    with pytest.raises(ValueError, match=match):
+      _replica_fit(sharding.make_mesh(), shared_x=True, **bad)
+
+
+def test_sample_batch_indices_per_replica_seed():
+  idx = train.sample_batch_indices([0, 1, 0], [10, 4, 10], 50, 8)
+  assert idx.shape == (3, 50, 8) and idx.dtype.kind == "i"
+  assert idx[1].max() < 4 and idx[0].max() < 10 and idx.min() >= 0
+  np.testing.assert_array_equal(idx[0], idx[2])  # a replica's draws depend on its seed alone
+  alone = train.sample_batch_indices([1], [4], 50, 8)
+  np.testing.assert_array_equal(alone[0], idx[1])
+  assert len(np.unique(idx[0])) == 10  # with replacement, all examples drawn over 400 draws

@@ -12,7 +12,7 @@ from reprojax.experiments.alft.configs import quick
 def get_config():
   c = quick.get_config()
   c.scale = "full"
-  c.n_seeds = 5
+  c.num_seeds = 5
   c.ranks = (1, 2, 3, 4, 5, 6)
   c.n_iter_als = 150
   c.n_iter_grad = 1000

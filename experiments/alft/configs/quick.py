@@ -16,14 +16,14 @@ def get_config() -> ml_collections.ConfigDict:
   c.scale = "quick"  # "quick" or "full"
   c.seed = 0  # data, masks and initialisations of the synthetic part; Kinetic inits
   c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
-  c.n_seeds = 2  # synthetic tensors (and masks, inits) per kind (vmapped)
+  c.num_seeds = 2  # synthetic tensors (and masks, inits) per kind (vmapped)
   c.densities = (0.05, 0.1, 0.2, 0.4, 0.6)  # observed fractions of the synthetic tensors (vmapped)
   c.ranks = (2, 3, 4)  # CP/Tucker/LFT/ALFT ranks (vmapped through rank masks)
   c.methods = ("cp_als", "tucker_als", "lft_als", "alft_als")  # synthetic fits (each one vmapped call);
   # also available: "cp_grad" (Adam CP), "lft_smooth" (ablation: ALFT's smoothness, no aligned pair)
   c.n_iter_als = 60  # ALS sweeps (CP EM-ALS, Tucker EM-HOOI, LFT, ALFT)
   c.n_iter_grad = 400  # Adam steps of the gradient CP fit
-  c.lr = 0.02  # Adam learning rate
+  c.learning_rate = 0.02  # Adam learning rate of the gradient CP fit
   c.l2 = 0.01  # ridge of LFT, ALFT and gradient CP (data of unit scale); CP-ALS uses none, as tensorly
   c.smooth = 1.0  # ALFT second-difference weight on the ordered modes and offset functions
   c.n_offset_components = 1  # S, components of each aligned pair's offset term (synthetic)
@@ -50,7 +50,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.synth.control_ordered_modes = (2,)  # in the control modes 0, 1 are shuffled: only time is ordered
 
   c.kinetic = ml_collections.ConfigDict()
-  c.kinetic.data_dir = ""  # folder with Kinetic.npy; empty: the copy inside tensorly
+  c.kinetic.manual_dir = ""  # folder with Kinetic.npy and Kinetic_missing.npy; "": tensorly's copy
   c.kinetic.split_seed = 0  # numpy seed of the 20% held-out split (recorded in results)
   c.kinetic.holdout = 0.2  # fraction of the observed entries held out
   c.kinetic.rank = 4  # rank of every method

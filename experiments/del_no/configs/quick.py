@@ -58,7 +58,7 @@ def get_config() -> ml_collections.ConfigDict:
   ))
   c.sweep_pde = "burgers"  # PDE of the sweeps
   c.sweep_backbone = "fno"  # backbone of the sweeps
-  c.sweep_seeds = 3  # seeds per sweep point (vmapped)
+  c.sweep_num_seeds = 3  # seeds per sweep point (vmapped)
   c.sweep_sigma = 0.05  # noise level during the n sweep
   c.sweep_sigmas = (0.0, 0.1, 0.3)  # noise sweep values
   c.sweep_ns = (64, 128, 256)  # training-set-size sweep values (<= n_train)

@@ -22,6 +22,6 @@ def get_config():
   c.real_sizes = (100, 200, 300, 400, 600, 800, 1200, 1600, 2000, 2400)
   c.cls_target_nodes = 2000
   c.cls_sizes = (50, 100, 200, 400, 800, 1600)
-  c.cls_trials = 50
+  c.cls_num_trials = 50
   c.cls_steps = 300
   return c

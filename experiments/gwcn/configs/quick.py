@@ -38,7 +38,7 @@ def get_config() -> ml_collections.ConfigDict:
   # --- node classification (Part 3)
   c.cls_target_nodes = 500  # nodes of the target SBM graph
   c.cls_sizes = (50, 120, 300)  # training subgraph sizes
-  c.cls_trials = 8  # random trials per size (vmapped)
+  c.cls_num_trials = 8  # random trials per size (vmapped)
   c.cls_p_in = 0.5  # within-block edge probability (before sparsity)
   c.cls_p_out = 0.1  # across-block edge probability
   c.cls_classes = 3  # blocks = classes
@@ -47,5 +47,5 @@ def get_config() -> ml_collections.ConfigDict:
   c.cls_schedule = "n^-1/2"  # sparsity schedule of the target graph
   c.cls_schedule_scale = 2.0  # its c
   c.cls_steps = 100  # Adam steps of full-batch training on the subgraph
-  c.cls_lr = 0.01  # Adam learning rate
+  c.cls_learning_rate = 0.01  # Adam learning rate
   return c

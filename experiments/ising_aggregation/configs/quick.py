@@ -1,9 +1,9 @@
 """Quick config of ising_aggregation: every claim at small scale.
 
-    python -m reprojax.experiments.ising_aggregation.main \
+    REPROJAX_MANUAL_DIR=../shared/data python -m reprojax.experiments.ising_aggregation.main \
         --config=experiments/ising_aggregation/configs/quick.py --workdir=/tmp/ising_aggregation
 
-CPU (2 cores), about 1.5-2 minutes. Reproduces the paper's accuracy table (Table 2,
+CPU (2 cores), about a minute. Reproduces the paper's accuracy table (Table 2,
 on simulated and semi-real judges instead of the unreleased LLM votes), the
 Curie-Weiss separation (Theorem on nonvanishing CI excess risk), the finite-K
 flip example (Appendix), and the published MV / DS baselines on jn_product.
@@ -29,9 +29,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.l2 = 1e-3  # ridge on the Ising couplings (per item); the library default, not tuned on test labels
   c.l2_field = 1e-4  # ridge on the fields
   c.max_iters = 50  # EM iterations at most (DS and Ising)
-  c.em_starts = 6  # Ising EM runs (DS, MV, 4 random weighted votes); the best likelihood is kept
+  c.num_starts = 6  # Ising EM runs per model (DS, MV, 4 random votes); best likelihood kept
   c.cw_ks = (4, 8, 16, 32, 64, 128, 256, 512, 1024)  # Curie-Weiss panel sizes (exact risks)
-  c.crowd_manual_dir = ""  # folder of crowd_binary/jn_product; "" = $REPROJAX_MANUAL_DIR/...
+  c.manual_dir = ""  # folder of crowd_binary/jn_product; "" = $REPROJAX_MANUAL_DIR/<that>
   c.crowd_lf_nodes = 16  # Gauss-Hermite nodes of the latent-factor fit on the crowd data
   c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
   return c

@@ -25,5 +25,5 @@ def get_config() -> ml_collections.ConfigDict:
   c.hazard_n_cal = 1000  # calibration scenes per split (the rest are test scenes)
   c.hazard_temperature = 0.7  # detector over-confidence (< 1 sharpens the posterior)
   c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
-  c.data_dir = ""  # folder with breast_cancer.csv; empty: the copy inside scikit-learn
+  c.manual_dir = ""  # folder with breast_cancer.csv; empty: the copy inside scikit-learn
   return c
