@@ -89,9 +89,10 @@ def to_host(x: jax.Array) -> np.ndarray:
 def _place(x, sharding: NamedSharding, rows: int | None = None):
   """``x`` (held in full by every process) as a global array; rows padded to ``rows``.
 
-  Padding repeats the last entry along the leading axis. PRNG key arrays travel
-  as their raw key data and are wrapped again on the devices. A
-  ``jax.ShapeDtypeStruct`` stays abstract (for ``lower`` without data).
+  Padding repeats the last entry along the leading axis, on the host (numpy), so
+  that placing an argument compiles nothing. PRNG key arrays travel as their raw
+  key data and are wrapped again on the devices. A ``jax.ShapeDtypeStruct``
+  stays abstract (for ``lower`` without data).
   """
   if isinstance(x, jax.ShapeDtypeStruct):
     shape = x.shape if rows is None else (max(rows, x.shape[0]),) + tuple(x.shape[1:])
@@ -100,7 +101,8 @@ def _place(x, sharding: NamedSharding, rows: int | None = None):
   if hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
     impl, x = jax.random.key_impl(x), jax.random.key_data(x)
   if rows is not None and rows > x.shape[0]:
-    x = jax.numpy.concatenate([x, jax.numpy.repeat(x[-1:], rows - x.shape[0], axis=0)])
+    x = np.asarray(x)
+    x = np.concatenate([x, np.repeat(x[-1:], rows - x.shape[0], axis=0)])
   if sharding.is_fully_addressable:
     x = jax.device_put(x, sharding)
   else:  # several processes: each contributes its own devices' slices

@@ -29,7 +29,6 @@ that report means and standard errors over seeds.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import time
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
@@ -96,13 +95,17 @@ def padded_batch_size(batch_size: int, mesh: jax.sharding.Mesh) -> int:
 def make_train_step(*, mesh: jax.sharding.Mesh, loss_fn: LossFn,
                     optimizer: optax.GradientTransformation, batch_size: int,
                     abstract_state: TrainState) -> Callable:
-  """The jitted, sharded step :func:`fit` runs: ``(state, batch, mask_P, key) -> (state, metrics)``.
+  """The sharded step :func:`fit` runs: ``step(state, batch, key) -> (state, metrics)``.
 
-  ``batch`` holds ``P = padded_batch_size(batch_size, mesh)`` examples split over
-  ``data`` and ``mask_P`` marks the real ones; the loss and the logged metrics
-  are means over those. The state is sharded by
-  :func:`reprojax.experiments.sharding.state_shardings` and donated. Lowering it
-  on ``jax.ShapeDtypeStruct`` arguments checks a paper-scale step partitions.
+  ``batch`` is a tuple of host arrays holding ``batch_size`` real examples each.
+  The step pads them with copies of the first example up to
+  ``P = padded_batch_size(batch_size, mesh)``, splits them over ``data`` and
+  masks the copies: the loss and the logged metrics are means over the real
+  examples, so the step equals the one-device step whatever the mesh. The state
+  is sharded by :func:`reprojax.experiments.sharding.state_shardings` and
+  donated. ``step.lower(state, batch, key)`` accepts ``jax.ShapeDtypeStruct``
+  arguments (batch leaves of ``batch_size`` rows): a paper-scale step is checked
+  to partition without data.
   """
   padded = padded_batch_size(batch_size, mesh)
   state_sh = sharding.state_shardings(mesh, abstract_state)
@@ -132,8 +135,33 @@ def make_train_step(*, mesh: jax.sharding.Mesh, loss_fn: LossFn,
     out = {"loss": loss, **aux, "grad_norm": optax.global_norm(grads)}
     return TrainState(state.step + 1, params, opt_state), out
 
-  return jax.jit(train_step, in_shardings=(state_sh, data_sh, data_sh, repl),
-                 out_shardings=(state_sh, repl), donate_argnums=(0,))
+  jitted = jax.jit(train_step, in_shardings=(state_sh, data_sh, data_sh, repl),
+                   out_shardings=(state_sh, repl), donate_argnums=(0,))
+  mask_P = None  # placed on first use
+
+  def args(state, batch, key):
+    nonlocal mask_P
+    rows = {np.shape(a)[0] for a in batch}
+    if rows != {batch_size}:
+      raise ValueError(f"batch arrays must hold batch_size={batch_size} examples, got "
+                       f"{[np.shape(a) for a in batch]}")
+    if all(isinstance(a, jax.ShapeDtypeStruct) for a in batch):
+      batch = tuple(jax.ShapeDtypeStruct((padded,) + tuple(a.shape[1:]), a.dtype, sharding=data_sh)
+                    for a in batch)
+      return state, batch, jax.ShapeDtypeStruct((padded,), np.bool_, sharding=data_sh), key
+    pad = padded - batch_size
+    batch = tuple(sharding.global_array(
+        np.asarray(a) if not pad else np.concatenate([a, np.repeat(np.asarray(a)[:1], pad, 0)]),
+        data_sh) for a in batch)
+    if mask_P is None:
+      mask_P = sharding.global_array(np.arange(padded) < batch_size, data_sh)
+    return state, batch, mask_P, key
+
+  def step(state, batch, key):
+    return jitted(*args(state, tuple(batch), key))
+
+  step.lower = lambda state, batch, key: jitted.lower(*args(state, tuple(batch), key))
+  return step
 
 
 def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], Any],
@@ -178,7 +206,6 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
 
   abstract = jax.eval_shape(init, init_key)
   state_sh = sharding.state_shardings(mesh, abstract)
-  data_sh = sharding.data_sharding(mesh)
   padded = padded_batch_size(batch_size, mesh)
   if padded != batch_size:
     logging.info("global batch %d padded to %d for the %d-way 'data' axis (padding masked)",
@@ -214,14 +241,11 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
     if step % log_every == 0 or step == num_steps:
       writer.write(step, host)
 
-  mask_P = sharding.global_array(np.arange(padded) < batch_size, data_sh)  # the real examples
   pending = None
   try:
     for t in range(start, last):
       idx = batch_indices(seed, t, n, batch_size)
-      idx = np.concatenate([idx, np.repeat(idx[:1], padded - batch_size)])
-      batch = tuple(sharding.global_array(a[idx], data_sh) for a in train_arrays)
-      state, out = step_fn(state, batch, mask_P, step_key)
+      state, out = step_fn(state, tuple(a[idx] for a in train_arrays), step_key)
       if pending is not None:
         check(*pending)
       pending = (t + 1, out)
@@ -399,7 +423,7 @@ def make_replica_step(*, mesh: jax.sharding.Mesh, loss_fn: ReplicaLossFn,
 
   def step(*args, **kwargs):
     program, flat = split(*args, **kwargs)
-    return _call_padded(program, flat, (0, 0, 0, None, 0, 0, None, 0), mesh)
+    return program(*flat)
 
   def lower(*args, **kwargs):
     program, flat = split(*args, **kwargs)
@@ -477,7 +501,7 @@ def make_replica_trainer(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.
 
   def trainer(*args, **kwargs):
     program, flat = split(*args, **kwargs)
-    return _call_padded(program, flat, _RUN_AXES, mesh)
+    return program(*flat)
 
   def lower(*args, **kwargs):
     program, flat = split(*args, **kwargs)
@@ -486,36 +510,6 @@ def make_replica_trainer(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.
   trainer.lower = lower
   trainer.split = split
   return trainer
-
-
-def _pad_rows(x: Any, rows: int) -> Any:
-  """``x``'s leading axis padded to ``rows`` by repeating its last row, on the host (numpy),
-  so that placing it compiles nothing; PRNG keys are padded as their key data."""
-  if hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-    impl = jax.random.key_impl(x)
-    return jax.random.wrap_key_data(_pad_rows(np.asarray(jax.random.key_data(x)), rows), impl=impl)
-  x = np.asarray(x)
-  return np.concatenate([x, np.repeat(x[-1:], rows - len(x), axis=0)]) if rows > len(x) else x
-
-
-@functools.partial(jax.jit, static_argnums=1)
-def _first_rows(tree: Any, rows: int) -> Any:
-  return jax.tree.map(lambda y: y[:rows], tree)
-
-
-def _call_padded(program: Callable, flat: Sequence[Any], axes: Sequence[int | None],
-                 mesh: jax.sharding.Mesh) -> Any:
-  """``program(*flat)`` (a :func:`reprojax.experiments.sharding.vmap_sharded` callable) with the
-  replica axis padded on the host beforehand, so that placing the arguments compiles no
-  padding ops, and the outputs cut back to the R real rows."""
-  r = next(np.shape(x)[0] for a, ax in zip(flat, axes) if ax == 0 for x in jax.tree.leaves(a))
-  d = mesh.shape[sharding.DATA]
-  rows = -(-r // d) * d
-  if rows == r:
-    return program(*flat)
-  flat = [jax.tree.map(lambda x: _pad_rows(x, rows), a) if ax == 0 else a
-          for a, ax in zip(flat, axes)]
-  return _first_rows(program(*flat), r)
 
 
 def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], Any],
@@ -600,8 +594,7 @@ def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], 
   # Place once (replica axis padded on the host and split over 'data', shared arrays
   # replicated), compile ahead of time on the shapes, and time the run alone.
   whole = sharding.replicated(mesh)
-  rows = -(-r // mesh.shape[sharding.DATA]) * mesh.shape[sharding.DATA]
-  placed = [jax.tree.map(lambda x: sharding.replica_array(_pad_rows(x, rows), mesh), a) if ax == 0
+  placed = [jax.tree.map(lambda x: sharding.replica_array(x, mesh), a) if ax == 0
             else jax.tree.map(lambda x: sharding.global_array(np.asarray(x), whole), a)
             for a, ax in zip(flat, _RUN_AXES)]
   abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding),

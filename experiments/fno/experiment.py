@@ -122,39 +122,6 @@ def _check_runs(config: ml_collections.ConfigDict) -> None:
       raise ValueError(f"runs.{name}: n_train={rc.n_train} is below batch_size={rc.batch_size}")
 
 
-class _PaddedStep:
-  """A train step on a batch of ``batch_size`` real examples, padded for ``mesh`` as fit pads.
-
-  :func:`reprojax.experiments.train.fit` pads every batch with copies of its first
-  example up to a multiple of the ``data`` axis and masks them; this does the same
-  for one batch, so the step's arguments do not depend on the mesh.
-  """
-
-  def __init__(self, step_fn, mesh: jax.sharding.Mesh, batch_size: int):
-    self._step_fn = step_fn
-    self._padded = train.padded_batch_size(batch_size, mesh)
-    self._batch_size = batch_size
-    self._data_sh = sharding.data_sharding(mesh)
-
-  def _args(self, state, x, y, key):
-    pad = self._padded - self._batch_size
-    if isinstance(x, jax.ShapeDtypeStruct):
-      batch = tuple(jax.ShapeDtypeStruct((self._padded,) + a.shape[1:], a.dtype,
-                                         sharding=self._data_sh) for a in (x, y))
-      mask = jax.ShapeDtypeStruct((self._padded,), np.bool_, sharding=self._data_sh)
-    else:
-      idx = np.concatenate([np.arange(self._batch_size), np.zeros(pad, np.int64)])
-      batch = tuple(sharding.global_array(np.asarray(a)[idx], self._data_sh) for a in (x, y))
-      mask = sharding.global_array(np.arange(self._padded) < self._batch_size, self._data_sh)
-    return state, batch, mask, key
-
-  def __call__(self, state, x, y, key):
-    return self._step_fn(*self._args(state, x, y, key))
-
-  def lower(self, state, x, y, key):
-    return self._step_fn.lower(*self._args(state, x, y, key))
-
-
 def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
   """The paper's main sharded computation at ``config``'s shapes (issue 32's every-paper test).
 
@@ -165,7 +132,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   config): :func:`reprojax.experiments.train.make_train_step` with that run's
   model, optimizer and loss (:func:`make_loss_fn`) on a batch of ``batch_size``
   pairs at its resolution, padded and masked for the mesh as ``fit`` pads it.
-  Arguments are ``(state, x_B, y_B, key)``: the state as host numpy arrays (the
+  Arguments are ``(state, (x_B, y_B), key)``: the state as host numpy arrays (the
   step donates it), standard normal inputs and outputs, and the step key. The
   parameters are drawn on the host, uniform within +-1/sqrt(fan-in) of each leaf
   (PyTorch's default for a dense layer), with the optimizer's initial state:
@@ -188,13 +155,12 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   abstract = jax.eval_shape(init, jax.random.key(0))
 
   def build(mesh):
-    step_fn = train.make_train_step(mesh=mesh, loss_fn=loss_fn, optimizer=optimizer,
-                                    batch_size=rc.batch_size, abstract_state=abstract)
-    return _PaddedStep(step_fn, mesh, rc.batch_size)
+    return train.make_train_step(mesh=mesh, loss_fn=loss_fn, optimizer=optimizer,
+                                 batch_size=rc.batch_size, abstract_state=abstract)
 
   if key is None:
     data = jax.ShapeDtypeStruct(shape, jnp.float32)
-    args = (abstract, data, data, jax.eval_shape(lambda: jax.random.key(0)))
+    args = (abstract, (data, data), jax.eval_shape(lambda: jax.random.key(0)))
   else:
     k_host, k_step = jax.random.split(key)
     rng = np.random.default_rng(np.asarray(jax.random.key_data(k_host)))
@@ -207,7 +173,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
     state = train.TrainState(np.zeros((), np.int32), params,
                              jax.device_get(optimizer.init(params)))
     x, y = (rng.standard_normal(shape, np.float32) for _ in range(2))
-    args = (state, x, y, k_step)
+    args = (state, (x, y), k_step)
   return sharding.Step(build, args)
 
 
