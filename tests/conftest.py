@@ -13,3 +13,38 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402  (after the flag)
 
 jax.config.update("jax_threefry_partitionable", True)
+
+
+import pytest  # noqa: E402
+
+from reprojax.data import paths  # noqa: E402  (no JAX work at import)
+
+
+def _in_ci() -> bool:
+  return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture
+def manual_dataset():
+  """Resolves a real dataset's folder under ``$REPROJAX_MANUAL_DIR``, or skips the test.
+
+  ``manual_dataset("crowd_binary/jn_product", "answer.csv", "truth.csv")`` returns
+  the folder. When the folder or a file is missing the test is skipped with one
+  line naming the dataset and the variable to set; under ``CI=true`` (how
+  ``.ci/run`` runs) it fails instead, so real-data tests cannot silently stop
+  running. Every test that reads a manual-folder dataset goes through this.
+  """
+
+  def resolve(name: str, *required: str) -> str:
+    try:
+      return paths.manual_dir(name, required=required)
+    except FileNotFoundError as e:
+      message = str(e)
+      if paths.MANUAL_DIR_ENV not in message:
+        message += f" Set ${paths.MANUAL_DIR_ENV} to the folder that holds {name}/."
+      line = f"needs real data: {message} (.ci/run uses ../shared/data)"
+      if _in_ci():
+        pytest.fail(f"CI=true: {line}", pytrace=False)
+      pytest.skip(line)
+
+  return resolve

@@ -223,7 +223,12 @@ def _mean_metrics(prefix, arr, names):
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
-  """Runs the five parts, writes the plots into ``workdir`` and returns the metrics."""
+  """Runs the five parts, writes the plots into ``workdir`` and returns the metrics.
+
+  The real crowd labels (part 5) are read first, so a missing manual folder stops
+  the run in its first second with the loader's message, not after the simulations.
+  """
+  crowd = data_ia.load_crowd_binary(config.manual_dir or None)
   metrics: dict[str, float] = {}
   key = jax.random.key(config.seed)
   t0 = time.time()
@@ -280,8 +285,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   metrics.update(flip_bayes_posterior=fb, flip_ci_posterior=fc, flip_ci_sensitivity=fa,
                  flip_ci_specificity=fbeta)
 
-  # 5. real crowd labels
-  crowd = data_ia.load_crowd_binary(config.manual_dir or None)
+  # 5. real crowd labels (read at the start)
   v = jnp.asarray(crowd.votes_NxK)
   y = jnp.asarray(crowd.labels_N)
   crowd_p = {

@@ -1,7 +1,6 @@
 """Tests of algorithms.ising_aggregation against brute force, crowd-kit, hand-computed EM and published figures."""
 
 import itertools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -379,17 +378,9 @@ def test_bad_inputs_raise_value_error():
 
 # ---------------------------------------------------------------- real crowd data
 
-def _manual_root():
-  root = os.environ.get("REPROJAX_MANUAL_DIR")
-  if not root:
-    pytest.fail("REPROJAX_MANUAL_DIR is not set: point it at the folder that holds "
-                "crowd_binary/jn_product (answer.csv, truth.csv), e.g. ../shared/data")
-  return root
-
-
-def test_crowd_loader_and_published_baselines():
-  root = _manual_root()
-  d = data_ia.load_crowd_binary(os.path.join(root, data_ia.CROWD_NAME))
+def test_crowd_loader_and_published_baselines(manual_dataset):
+  folder = manual_dataset(data_ia.CROWD_NAME, "answer.csv", "truth.csv")
+  d = data_ia.load_crowd_binary(folder)
   assert d.votes_NxK.shape == (8315, 176)
   assert int((d.votes_NxK >= 0).sum()) == 24945
   votes = jnp.asarray(d.votes_NxK)

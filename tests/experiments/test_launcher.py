@@ -183,3 +183,21 @@ def test_reproduce_reports_a_failed_paper_and_continues(tmp_path, monkeypatch):
   report = results_lib.write_report(str(tmp_path / "out"), {"no_such_paper": err})
   text = open(report).read()
   assert "Failed runs" in text and "no_such_paper" in text
+
+
+def test_missing_real_data_stops_the_paper_in_its_first_seconds(tmp_path, env_for):
+  """ising_aggregation without its crowd folder fails before any computation, in one line."""
+  env = env_for(devices=1)
+  env.pop("REPROJAX_MANUAL_DIR", None)
+  config = os.path.join(ROOT, "experiments", "ising_aggregation", "configs", "quick.py")
+  t0 = time.time()
+  res = _run([sys.executable, "-m", "reprojax.experiments.ising_aggregation.main",
+              f"--config={config}", f"--workdir={tmp_path / 'w'}"], env)
+  took = time.time() - t0
+  errors = [l for l in res.stderr.splitlines() if l.startswith("error:")]
+  assert res.returncode != 0 and len(errors) == 1, res.stderr[-3000:]
+  assert "crowd_binary/jn_product" in errors[0] and "REPROJAX_MANUAL_DIR" in errors[0]
+  assert "Traceback" not in res.stderr
+  assert took < 30, f"took {took:.0f} s: the data must be read before the simulations"
+  assert not (tmp_path / "w" / "results.json").exists()
+  print(f"\n{took:.1f} s -> {errors[0][:160]}")
