@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n $(WORKERS) tests
 
 reproduce: $(STAMP)
-	$(PY) -m reprojax.experiments.reproduce --papers=all --scale=quick --out=results
+	$(PY) -m reprojax.experiments.reproduce --papers=all --scale=quick --out=results --readme=README.md
 
 clean:
 	rm -rf .work build *.egg-info

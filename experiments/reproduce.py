@@ -32,6 +32,10 @@ _OUT = flags.DEFINE_string("out", "results", "Results folder (one sub-folder per
 _WORK = flags.DEFINE_string("workroot", os.path.join(".work", "reproduce"),
                             "Where each paper's workdir (checkpoints, metrics) goes.")
 _TIMEOUT = flags.DEFINE_integer("timeout_s", 1800, "Per-paper time limit in seconds.")
+_README = flags.DEFINE_string(
+    "readme", "", "A README whose generated results section (between the markers of "
+    "experiments/results.py) is rewritten from --out, as is the claims table of each paper's "
+    "experiments/<slug>/README.md; empty: none. `make reproduce` passes README.md.")
 _RESUME = flags.DEFINE_bool("resume", False, "Keep existing workdirs (resume) instead of starting fresh.")
 _PROCESSES = flags.DEFINE_integer(
     "processes", 1, "Run each paper as this many processes on this host, joined by "
@@ -126,6 +130,15 @@ def main(argv) -> None:
       print(f"[reproduce] {slug}: FAILED: {err}", flush=True)
       failures[slug] = err
   report = results_lib.write_report(_OUT.value, failures)
+  if _README.value:
+    if not results_lib.update_readme(_README.value, _OUT.value, failures):
+      print(f"[reproduce] {_README.value} has no generated results section; left as is",
+            flush=True)
+    for slug in slugs:  # each paper's README beside its experiment, where the checkout has it
+      readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), slug, "README.md")
+      path = os.path.join(_OUT.value, slug, "results.json")
+      if slug not in failures and os.path.isfile(readme) and os.path.isfile(path):
+        results_lib.update_paper_readme(readme, path)
   print(f"[reproduce] {len(slugs) - len(failures)}/{len(slugs)} papers ran in "
         f"{time.time() - t0:.0f} s; report: {report}", flush=True)
   if failures:

@@ -432,7 +432,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
             f"ALFT lower in {wins}/{n_cells} density x rank cells (RMSE ratio to the better "
             f"baseline {m['synth_aligned_rmse_ratio_alft_over_best_baseline']:.2f}); vs tensorly "
             f"CP {wins_tl}/{n_dens}",
-            bool(wins == n_cells and wins_tl == n_dens)),
+            bool(wins == n_cells and wins_tl == n_dens), kind="paper"),
       Claim("control_alft_no_worse",
             "On the unordered control ALFT is no worse than LFT and CP",
             f"no worse (ours: within {100 * tol:.0f}% RMSE)",
@@ -444,18 +444,18 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
             f"{m['synth_control_worst_cell_ratio_se']:.3f}, {config.num_seeds} seeds); "
             f"vs LFT alone "
             f"{m['synth_control_alft_rmse_ratio_over_lft_max']:.3f}",
-            bool(ratio_max <= 1.0 + tol)),
+            bool(ratio_max <= 1.0 + tol), kind="check"),
       Claim("kinetic_alft_beats_tensorly_cp",
             f"Kinetic, 20% held out (split seed {config.kinetic.split_seed}): ALFT beats tensorly masked "
             f"CP rank {config.kinetic.rank}",
             f"tensorly CP ~{config.kinetic.issue_tensorly_rmse} RMSE (issue); ALFT lower",
             f"tensorly {tl_r:.2f} / ALFT {al_r:.2f} RMSE; MAE {tl_m:.2f} / {al_m:.2f}",
-            bool(al_r < tl_r and al_m < tl_m)),
+            bool(al_r < tl_r and al_m < tl_m), kind="paper"),
       Claim("kinetic_alft_beats_cp_lft",
             f"Kinetic: ALFT below our CP and LFT at equal rank {config.kinetic.rank}",
             "ALFT lower",
             f"ALFT {al_r:.2f} / CP {cp_r:.2f} / LFT {lf_r:.2f} RMSE",
-            bool(al_r < cp_r and al_r < lf_r and al_m < cp_m and al_m < lf_m)),
+            bool(al_r < cp_r and al_r < lf_r and al_m < cp_m and al_m < lf_m), kind="paper"),
   ]
   if "synth_aligned_val_alft_win_fraction" in m:  # the validated protocol ran
     grid_txt = "/".join(f"{x:g}" for x in config.validation.l2_grid)
@@ -469,7 +469,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
               f"better baseline "
               f"{m['synth_aligned_val_rmse_ratio_alft_over_best_baseline_mean']:.2f}; l2 from "
               f"{grid_txt}, {100 * config.validation.val_frac:.0f}% of the training entries)",
-              bool(wins_a == n_cells)),
+              bool(wins_a == n_cells), kind="paper"),
         Claim("control_alft_no_worse_validated",
               "Unordered control, each method's ridge chosen on a validation split: ALFT no worse "
               "than LFT and CP",
@@ -481,6 +481,6 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
               f"median chosen l2 CP / LFT / ALFT "
               + " / ".join(f"{m[f'synth_control_{n}_val_l2_median']:g}"
                            for n in ("cp_als", "lft_als", "alft_als")),
-              bool(ratio_c <= 1.0 + tol)),
+              bool(ratio_c <= 1.0 + tol), kind="check"),
     ]
   return out

@@ -488,41 +488,41 @@ def claims(config, metrics: Mapping[str, float]) -> list[Claim]:
       Claim("ours_n_slope", "classical queries to an eps-stationary point grow like n^2",
             "O~(n^2/eps^1.5): slope 2 in n",
             f"slope {so:.2f} ± {m['ours_n_slope_ci95']:.2f} (n={list(config.n_grid)})",
-            bool(abs(so - 2.0) <= tol and m["ours_n_all_reached"])),
+            bool(abs(so - 2.0) <= tol and m["ours_n_all_reached"]), kind="paper"),
       Claim("quantum_n_slope", "quantum (simulated) queries grow like n",
             "O~(n/eps^1.5): slope 1 in n",
             f"slope {sq:.2f} ± {m['quantum_sim_n_slope_ci95']:.2f}",
-            bool(abs(sq - 1.0) <= tol and m["quantum_sim_n_all_reached"])),
+            bool(abs(sq - 1.0) <= tol and m["quantum_sim_n_all_reached"]), kind="paper"),
       Claim("ours_eps_slope", "classical queries grow like eps^-1.5 (worst case: on the "
             "Hessian-Lipschitz hard chain of Carmon et al.)",
             "O~(n^2/eps^1.5): slope -1.5 in eps, attained by the hard chain",
             f"hard chain: slope {ho:.2f} ± {m['ours_hard_eps_slope_ci95']:.2f} "
             f"(n={config.hard_n}, T={list(config.hard_links)}); easy function: {eo:.2f}",
-            bool(abs(ho + 1.5) <= tol and m["ours_hard_all_reached"])),
+            bool(abs(ho + 1.5) <= tol and m["ours_hard_all_reached"]), kind="paper"),
       Claim("ours_within_bound", "classical queries grow no faster than eps^-1.5",
             "O~(n^2/eps^1.5)", f"slope {eo:.2f} >= -1.5",
-            bool(eo + m["ours_eps_slope_ci95"] >= -1.5 and m["ours_eps_all_reached"])),
+            bool(eo + m["ours_eps_slope_ci95"] >= -1.5 and m["ours_eps_all_reached"]), kind="check"),
       Claim("baseline_eps_slope", "the Zhang-Li baseline grows like eps^-2 (worst case: on the "
             "gradient-Lipschitz hard chain)",
             "O~(n/eps^2): slope -2 in eps, attained by the hard chain",
             f"hard chain: slope {hb:.2f} ± {m['zhang_li_hard_eps_slope_ci95']:.2f} "
             f"(n={config.hard_n}, T={list(config.hard_links)}); easy function: {eb:.2f}",
-            bool(abs(hb + 2.0) <= tol and m["zhang_li_hard_all_reached"])),
+            bool(abs(hb + 2.0) <= tol and m["zhang_li_hard_all_reached"]), kind="baseline"),
       Claim("crossover", "below some eps ours needs fewer queries than the baseline",
             "n^2/eps^1.5 < n/eps^2 for small eps",
             f"crossover eps ~ {cross:.2g}; eps-slopes: ours {eo:.2f}, baseline {eb:.2f}",
-            bool(np.isfinite(cross) and m["ours_cheaper_at_smallest_eps"] and eo > eb)),
+            bool(np.isfinite(cross) and m["ours_cheaper_at_smallest_eps"] and eo > eb), kind="check"),
       Claim("hessian_n2_log", "Hessian estimation to delta uses ~ n^2 log(1/delta) queries",
             "O~(n^2 log(1/delta))",
             f"n-slope {m['hessian_n_slope_mean']:.2f}; q/n^2 linear in log(1/delta), "
             f"R^2 {m['hessian_log_delta_r2']:.3f}",
             bool(abs(m["hessian_n_slope_mean"] - 2.0) <= tol and m["hessian_log_delta_r2"] >= 0.9
-                 and m["hessian_log_delta_slope"] > 0)),
+                 and m["hessian_log_delta_slope"] > 0), kind="paper"),
       Claim("quantum_sim_consistent", "quantum simulation: closed form matches the statevector "
             "and the quantum estimate matches the classical one",
             "(simulation check, not a paper number)",
             f"TV {m['quantum_tv_statevector_vs_closed_form']:.3g}, max angle "
             f"{m['quantum_vs_classical_max_angle']:.2g} rad",
             bool(m["quantum_tv_statevector_vs_closed_form"] < 0.05
-                 and m["quantum_vs_classical_max_angle"] < 1e-3)),
+                 and m["quantum_vs_classical_max_angle"] < 1e-3), kind="check"),
   ]

@@ -611,31 +611,39 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
   """The paper's claims, from the config and :func:`run`'s metrics alone (pure).
 
   ``wins``: del-NO beats its backbone in most cells; ``orders_below_m``: the top
-  learned order is below the PDE order in every cell; ``overhead``: the median
-  per-step overhead is at most 40%; ``xy_orders_agree`` (with Darcy): the x and y
+  learned order is below the PDE order in every cell; ``overhead``: for each
+  backbone, the median over PDEs of the per-step overhead is at most 40% (not one
+  median over backbones whose overheads differ tenfold); ``xy_orders_agree`` (with Darcy): the x and y
   orders agree within 0.035; ``sweep_<kind>`` (for each sweep run): the top order
   moves in the paper's direction with Spearman |rho| >= ``monotone_rho``.
   """
   wins, cells, below = (int(metrics[k]) for k in ("wins", "cells", "cells_orders_below_m"))
   grid_text = "; ".join(f"{p} x {len(backbones_of(config, p))}" for p in config.pdes)
+  by_backbone: dict[str, list[float]] = {}  # judged per backbone: FNO and DeepONet differ ~10x
+  for p in config.pdes:
+    for bb in backbones_of(config, p):
+      by_backbone.setdefault(bb, []).append(metrics[f"{p}_{bb}_step_overhead"])
+  overhead = {bb: float(np.median(v)) for bb, v in by_backbone.items()}
   out = [
       results.Claim(
           id="wins", statement="del-NO lowers relative L2 test error vs the same backbone in most cells",
           paper="40/40 cells (5 PDEs x 4 backbones x clean/noisy)",
           ours=f"{wins}/{cells} cells ({grid_text} backbones x clean/noisy, "
                f"{config.num_seeds} seeds)",
-          holds=wins > cells / 2),
+          holds=wins > cells / 2, kind="paper"),
       results.Claim(
           id="orders_below_m", statement="learned orders sit below the PDE order m in every cell",
           paper="beta* < m in every cell",
           ours=f"max learned order < m in {below}/{cells} cells",
-          holds=below == cells),
+          holds=below == cells, kind="paper"),
       results.Claim(
-          id="overhead", statement="per-step time overhead of del-NO over the plain backbone",
+          id="overhead",
+          statement="per-step time overhead of del-NO over the plain backbone, for each backbone",
           paper="25-40%",
-          ours=(f"median {100 * metrics['step_overhead_median']:.0f}% (range "
-                f"{100 * metrics['step_overhead_min']:.0f}..{100 * metrics['step_overhead_max']:.0f}%)"),
-          holds=metrics["step_overhead_median"] <= 0.40),
+          ours="; ".join(f"{bb}: median {100 * v:.0f}% over {len(by_backbone[bb])} PDEs "
+                         f"({', '.join(f'{100 * x:.0f}' for x in by_backbone[bb])}%)"
+                         for bb, v in overhead.items()),
+          holds=all(v <= 0.40 for v in overhead.values()), kind="paper"),
   ]
   if "xy_gap_mean" in metrics:
     gap = metrics["xy_gap_mean"]
@@ -645,7 +653,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
         statement="learned orders along x and y agree on an isotropic PDE (Darcy)",
         paper="within 0.035",
         ours=f"mean max |beta_x - beta_y| {gap:.3f} over {n_2d} Darcy cells",
-        holds=gap <= 0.035))
+        holds=gap <= 0.035, kind="paper"))
   for kind, pts in sweep_settings(config).items():
     if f"sweep_{kind}_spearman" not in metrics:
       continue
@@ -658,5 +666,5 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
         paper="monotone (Theorem 5.6 and its sweeps)",
         ours=(f"top order {[round(float(b), 3) for b in mean]} at {kind}={[float(v) for v in vals]}; "
               f"Spearman {rho:+.2f}"),
-        holds=bool(want * rho >= config.monotone_rho)))
+        holds=bool(want * rho >= config.monotone_rho), kind="paper"))
   return out

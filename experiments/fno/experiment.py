@@ -216,5 +216,5 @@ def claims(config: ml_collections.ConfigDict,
         paper=f"{rc.paper_rel_l2:.4f}",
         ours=(f"{err:.4f} +- {se:.4f} (s={rc.resolution}, {rc.n_train} train, "
               f"{rc.epochs} epochs)"),
-        holds=err <= config.tolerance * rc.paper_rel_l2))
+        holds=err <= config.tolerance * rc.paper_rel_l2, kind="paper"))
   return out

@@ -327,7 +327,7 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
       f"{m[p + '_ci_weighted_acc']:.3f} / {m[p + '_mv_acc']:.3f}; min gain over K>=5 "
       f"{min(sg[k] for k in kbig):+.3f} (class-dep. with 10% labels {m[p + '_ising_dep_10pct_acc']:.3f}, "
       f"Bayes oracle {m[p + '_bayes_acc']:.3f})",
-      all(sg[k] > 0 for k in kbig)))
+      all(sg[k] > 0 for k in kbig), kind="paper"))
   # Regime B, declared before it was run: a supercritical bloc of mediocre judges with a
   # failure mode shared by both classes, calibrated on the oracle and DS only (Bayes - DS about
   # 9-10 points, the paper's Ising - CI gap on relevance).
@@ -343,14 +343,15 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
       f"{m[pb + '_ci_weighted_acc']:.3f} / {m[pb + '_mv_acc']:.3f} (Bayes oracle "
       f"{m[pb + '_bayes_acc']:.3f}); gain by K: "
       + ", ".join(f"{k}: {bg[k]:+.3f}" for k in config.bloc_ks),
-      all(bg[k] > 0 for k in config.bloc_ks if k >= 5)))
+      all(bg[k] > 0 for k in config.bloc_ks if k >= 5), kind="paper"))
   small = [k for k in config.synth_ks if k < 5]
   claims.append(Claim(
       "gain_from_5_judges",
       "The dependence-aware gain appears once there are about 5 or more judges",
       "gain with about 5-6 or more judges",
       "gain (worst Ising - best CI) by K: " + ", ".join(f"K={k}: {sg[k]:+.3f}" for k in config.synth_ks),
-      bool(small) and min(sg[k] for k in kbig) > 0 and max(sg[k] for k in small) < min(sg[k] for k in kbig)))
+      bool(small) and min(sg[k] for k in kbig) > 0
+      and max(sg[k] for k in small) < min(sg[k] for k in kbig), kind="paper"))
   ks = config.semi_ks
   semg = {k: gain(f"semi_K{k}") for k in ks}
   kb = [k for k in ks if k >= 5]
@@ -362,24 +363,24 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
       f"digits K={ks[-1]}: {m[ps + '_ising_dep_acc']:.3f} / {m[ps + '_ising_indep_acc']:.3f} / "
       f"{m[ps + '_ci_weighted_acc']:.3f} / {m[ps + '_mv_acc']:.3f}; gain by K: "
       + ", ".join(f"{k}: {semg[k]:+.3f}" for k in ks),
-      all(semg[k] > 0 for k in kb)))
+      all(semg[k] > 0 for k in kb), kind="paper"))
   claims.append(Claim(
       "crowd_mv", "Majority vote on jn_product (8,315 items, 176 workers)",
       f"{PUBLISHED_CROWD['mv']:.3f} (Zheng et al. 2017)", f"{m['crowd_mv_acc']:.4f}",
-      abs(m["crowd_mv_acc"] - PUBLISHED_CROWD["mv"]) < 0.005))
+      abs(m["crowd_mv_acc"] - PUBLISHED_CROWD["mv"]) < 0.005, kind="baseline"))
   claims.append(Claim(
       "crowd_ds", "Dawid-Skene on jn_product",
       f"{PUBLISHED_CROWD['ds']:.3f} (Zheng et al. 2017)",
       f"two-coin {m['crowd_ds_two_coin_acc']:.4f} (one-coin {m['crowd_ds_one_coin_acc']:.4f}, "
       f"latent factor {m['crowd_latent_factor_acc']:.4f})",
-      abs(m["crowd_ds_two_coin_acc"] - PUBLISHED_CROWD["ds"]) < 0.01))
+      abs(m["crowd_ds_two_coin_acc"] - PUBLISHED_CROWD["ds"]) < 0.01, kind="baseline"))
   claims.append(Claim(
       "finite_k_flip", "CI flips the Bayes label in a finite-K example despite matching marginals",
       "appendix examples: CI confident in the wrong label",
       f"K=3, votes 111: Bayes P(Y=1)={m['flip_bayes_posterior']:.3f}, CI with exact marginals "
       f"(sens {m['flip_ci_sensitivity']:.3f}, spec {m['flip_ci_specificity']:.3f}) "
       f"{m['flip_ci_posterior']:.3f}",
-      m["flip_bayes_posterior"] < 0.5 < m["flip_ci_posterior"]))
+      m["flip_bayes_posterior"] < 0.5 < m["flip_ci_posterior"], kind="paper"))
   kmax, kmin = config.cw_ks[-1], config.cw_ks[0]
   claims.append(Claim(
       "cw_separation", "CI risk stays above a positive floor as K grows; Ising Bayes risk falls to zero",
@@ -387,5 +388,5 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
       f"K={kmin}..{kmax}: CI risk {m[f'cw_K{kmin}_ci_risk']:.3f} -> {m[f'cw_K{kmax}_ci_risk']:.3f}, "
       f"Bayes risk {m[f'cw_K{kmin}_bayes_risk']:.3g} -> {m[f'cw_K{kmax}_bayes_risk']:.3g}",
       m[f"cw_K{kmax}_ci_risk"] > 0.2 and m[f"cw_K{kmax}_bayes_risk"] < 1e-3
-      and m[f"cw_K{kmax}_bayes_risk"] < m[f"cw_K{kmin}_bayes_risk"]))
+      and m[f"cw_K{kmax}_bayes_risk"] < m[f"cw_K{kmin}_bayes_risk"], kind="paper"))
   return claims

@@ -234,7 +234,7 @@ def _claims(m, report_alpha):
       paper="coverage at or above 1 - alpha for every alpha (plots)",
       ours="max over tasks/losses/7 alphas of (mean miscoverage - alpha)/s.e.: "
            + ", ".join(f"{k} {v:.2f}" for k, v in zs.items()),
-      holds=all(v <= 2.0 for v in zs.values())))
+      holds=all(v <= 2.0 for v in zs.values()), kind="paper"))
   rr_ok, cm_ok, rr_txt, cm_txt = [], [], [], []
   for t in TASKS:
     for l in LOSSES:
@@ -254,13 +254,13 @@ def _claims(m, report_alpha):
       id="robust_risk",
       statement=f"ROCP has the lowest worst-case (robust) risk among RAC, best response, "
                 f"LAC, APS, RAPS (alpha = {report_alpha})",
-      paper="lowest robust risk (plots)", ours="; ".join(rr_txt), holds=all(rr_ok)))
+      paper="lowest robust risk (plots)", ours="; ".join(rr_txt), holds=all(rr_ok), kind="paper"))
   claims.append(Claim(
       id="critical_mistakes",
       statement=f"ROCP makes no more critical mistakes than LAC/APS/RAPS/RAC/best response "
                 f"(alpha = {report_alpha})",
       paper="fewer critical mistakes than baselines (plots)",
-      ours="; ".join(cm_txt) + " (order lac/aps/raps/rac/br)", holds=all(cm_ok)))
+      ours="; ".join(cm_txt) + " (order lac/aps/raps/rac/br)", holds=all(cm_ok), kind="paper"))
   gains, ok = [], []
   for t in TASKS:
     g, d = {}, {}
@@ -276,5 +276,5 @@ def _claims(m, report_alpha):
       statement="ROCP's relative robust-risk gain over the best conformal baseline is larger "
                 "when out-of-set errors are costly (severe vs mild loss)",
       paper="larger gains when out-of-set errors are costly",
-      ours="relative (absolute) gain " + "; ".join(gains), holds=all(ok)))
+      ours="relative (absolute) gain " + "; ".join(gains), holds=all(ok), kind="paper"))
   return claims

@@ -131,22 +131,52 @@ def test_controls_variants_and_declared_readings():
   assert v["gl_error"]["holds"] and v["start_away"]["holds"] and not v["none_holds"]
 
 
-def test_claims_from_hand_made_metrics():
-  """claims() reads only the config and the metrics: verdicts follow the declared thresholds."""
-  from reprojax.experiments.del_no.configs import quick
-  config = quick.get_config()
+def _hand_made_metrics(config, fno_overhead=0.3, deeponet_overhead=0.3):
   metrics = dict(wins=7, cells=12, cells_orders_below_m=12, step_overhead_median=0.45,
                  step_overhead_min=0.1, step_overhead_max=0.9, xy_gap_mean=0.03,
                  darcy_fno_clean_xy_gap=0.02, darcy_fno_noisy_xy_gap=0.04,
                  sweep_sigma_spearman=-1.0, sweep_n_spearman=0.5)
+  for p in config.pdes:
+    for bb in experiment.backbones_of(config, p):
+      metrics[f"{p}_{bb}_step_overhead"] = fno_overhead if bb == "fno" else deeponet_overhead
   metrics.update({f"sweep_sigma_{v:g}_beta": b for v, b in zip(config.sweep_sigmas, (2, 1.5, 1))})
   metrics.update({f"sweep_n_{v:g}_beta": b for v, b in zip(config.sweep_ns, (1, 1.2, 1.1))})
+  return metrics
+
+
+def test_claims_from_hand_made_metrics():
+  """claims() reads only the config and the metrics: verdicts follow the declared thresholds."""
+  from reprojax.experiments.del_no.configs import quick
+  config = quick.get_config()
+  metrics = _hand_made_metrics(config)
   got = {c.id: c for c in experiment.claims(config, metrics)}
   assert list(got) == ["wins", "orders_below_m", "overhead", "xy_orders_agree", "sweep_sigma",
                        "sweep_n"]  # no alpha sweep in the metrics: no alpha claim
+  assert {c.kind for c in got.values()} == {"paper"}
   assert got["wins"].holds and got["wins"].ours.startswith("7/12 cells")
-  assert got["orders_below_m"].holds and not got["overhead"].holds
+  assert got["orders_below_m"].holds and got["overhead"].holds
   assert got["xy_orders_agree"].holds and "over 2 Darcy cells" in got["xy_orders_agree"].ours
   assert got["sweep_sigma"].holds and not got["sweep_n"].holds  # rho 0.5 < monotone_rho 0.8
   assert got["sweep_sigma"].ours == ("top order [2.0, 1.5, 1.0] at sigma=[0.0, 0.1, 0.3]; "
                                     "Spearman -1.00")
+
+
+def test_each_claim_flips_when_its_metric_crosses_the_threshold():
+  from reprojax.experiments.del_no.configs import quick
+  config = quick.get_config()
+
+  def verdicts(**changes):
+    m = _hand_made_metrics(config, **{k: changes.pop(k) for k in list(changes)
+                                      if k.endswith("_overhead")})
+    m.update(changes)
+    return {c.id: bool(c.holds) for c in experiment.claims(config, m)}
+
+  assert not verdicts(wins=6)["wins"]  # 6/12 is not "most"
+  assert not verdicts(cells_orders_below_m=11)["orders_below_m"]
+  assert not verdicts(xy_gap_mean=0.036)["xy_orders_agree"]
+  assert not verdicts(sweep_sigma_spearman=+1.0)["sweep_sigma"]  # wrong direction
+  assert verdicts(sweep_n_spearman=0.8)["sweep_n"]
+  # overhead is judged per backbone: a cheap FNO cannot average away an expensive DeepONet.
+  assert not verdicts(fno_overhead=0.02, deeponet_overhead=0.7)["overhead"]
+  assert not verdicts(fno_overhead=0.41, deeponet_overhead=0.3)["overhead"]
+  assert verdicts(fno_overhead=0.40, deeponet_overhead=0.40)["overhead"]

@@ -43,7 +43,11 @@ def test_claims_hold_on_metrics_that_say_so():
   config = _config()
   got = _claims(config, _metrics(config))
   assert all(c.holds for c in got.values()), {k: c.holds for k, c in got.items()}
-  assert "best of three forms logn/n" in got["degree_core_density_falls"].ours
+  assert "degree ~m^-0.40, R^2 of 1/n 0.20, of log n / n 0.50" in got["degree_core_density_falls"].ours
+  assert "bound / error 95x" in got["error_below_bound"].ours  # (4 + 15) / 0.2
+  kinds = {k: c.kind for k, c in got.items()}
+  assert [k for k, v in kinds.items() if v == "paper"] == [
+      "gwcn_decay_every_schedule", "cgcn_stalls_when_sparsest", "cls_improves_with_subgraph"]
   assert "c=2.5..40" in got["gwcn_decay_every_schedule"].ours
 
 

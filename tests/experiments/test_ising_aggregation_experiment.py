@@ -44,6 +44,8 @@ def test_claims_hold_on_metrics_that_say_so():
   assert all(got.values()), got
   ours = {c.id: c.ours for c in experiment.claims(config, _metrics(config))}
   assert "sens 0.800, spec 0.772" in ours["finite_k_flip"]
+  kinds = {c.id: c.kind for c in experiment.claims(config, _metrics(config))}
+  assert {k for k, v in kinds.items() if v == "baseline"} == {"crowd_mv", "crowd_ds"}
 
 
 def test_claims_fail_on_metrics_that_say_so():

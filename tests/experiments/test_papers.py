@@ -90,6 +90,10 @@ def test_claims_recomputed_from_committed_metrics(slug):
   got = experiment.claims(config, results_lib.load_metrics(res))
   assert [(c.id, bool(c.holds)) for c in got] == [(c["id"], c["holds"]) for c in res["claims"]]
   assert [c.ours for c in got] == [c["ours"] for c in res["claims"]]
+  assert [c.kind for c in got] == [c["kind"] for c in res["claims"]]
+  assert all(c.kind in results_lib.KINDS for c in got)
+  counts = results_lib.count_by_kind(res["claims"])
+  assert res["claim_counts"] == {k: {"hold": h, "of": n} for k, (h, n) in counts.items()}
 
 
 def _experiment(slug):

@@ -1,0 +1,75 @@
+"""The alft claims: each verdict flips when its deciding metric crosses the threshold.
+
+The other metrics come from the committed quick run; the deciding ones are set by
+hand on both sides of the threshold, so a reversed comparison fails here.
+"""
+
+import json
+import os
+
+import pytest
+
+from reprojax.experiments import registry
+from reprojax.experiments import results as results_lib
+from reprojax.experiments.alft import experiment
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def base():
+  path = os.path.join(ROOT, "results", "alft", "results.json")
+  with open(path) as f:
+    metrics = results_lib.load_metrics(json.load(f))
+  config = registry.load_config("alft", "quick")
+  metrics.update({  # every claim holds
+      "synth_aligned_alft_win_fraction": 1.0, "synth_aligned_alft_win_fraction_vs_tensorly": 1.0,
+      "synth_control_rmse_ratio_alft_over_best_baseline_max": 1.0,
+      "kinetic_tensorly_cp_rmse": 27.0, "kinetic_tensorly_cp_mae": 20.0,
+      "kinetic_alft_als_rmse": 23.0, "kinetic_alft_als_mae": 17.0,
+      "kinetic_cp_als_rmse": 25.0, "kinetic_cp_als_mae": 19.0,
+      "kinetic_lft_als_rmse": 24.0, "kinetic_lft_als_mae": 18.0,
+      "synth_aligned_val_alft_win_fraction": 1.0,
+      "synth_control_val_rmse_ratio_alft_over_best_baseline_max": 1.0})
+  return config, metrics
+
+
+def _verdicts(config, m, **changes):
+  m = dict(m, **changes)
+  return {c.id: (bool(c.holds), c.kind) for c in experiment.claims(config, m)}
+
+
+def test_all_hold_and_kinds(base):
+  config, m = base
+  got = _verdicts(config, m)
+  assert all(h for h, _ in got.values()), got
+  assert {k for k, (_, kind) in got.items() if kind == "check"} == {
+      "control_alft_no_worse", "control_alft_no_worse_validated"}
+
+
+def test_each_claim_flips(base):
+  config, m = base
+  tol = config.control_tolerance
+  n_cells = len(config.densities) * len(config.ranks)
+  one_short = (n_cells - 1) / n_cells
+  flips = [
+      ("aligned_alft_beats_lft_cp", dict(synth_aligned_alft_win_fraction=one_short)),
+      ("aligned_alft_beats_lft_cp", dict(
+          synth_aligned_alft_win_fraction_vs_tensorly=1 - 1 / len(config.densities))),
+      ("control_alft_no_worse",
+       dict(synth_control_rmse_ratio_alft_over_best_baseline_max=1.0 + tol + 1e-3)),
+      ("kinetic_alft_beats_tensorly_cp", dict(kinetic_tensorly_cp_rmse=22.5)),
+      ("kinetic_alft_beats_tensorly_cp", dict(kinetic_tensorly_cp_mae=16.5)),
+      ("kinetic_alft_beats_cp_lft", dict(kinetic_lft_als_rmse=22.5)),
+      ("kinetic_alft_beats_cp_lft", dict(kinetic_cp_als_mae=16.5)),
+      ("aligned_alft_beats_lft_cp_validated", dict(synth_aligned_val_alft_win_fraction=one_short)),
+      ("control_alft_no_worse_validated",
+       dict(synth_control_val_rmse_ratio_alft_over_best_baseline_max=1.0 + tol + 1e-3)),
+  ]
+  for claim, change in flips:
+    got = _verdicts(config, m, **change)
+    assert not got[claim][0], (claim, change)
+    assert all(h for k, (h, _) in got.items() if k != claim), (claim, change, got)
+  # At the tolerance itself the control still holds (<=).
+  assert _verdicts(config, m, synth_control_rmse_ratio_alft_over_best_baseline_max=1.0 + tol)[
+      "control_alft_no_worse"][0]

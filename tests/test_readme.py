@@ -1,0 +1,89 @@
+"""The READMEs against results/: generated tables equal what the committed results render.
+
+`make reproduce` rewrites the README's results section and each paper README's
+claims table (``experiments/reproduce.py --readme``); this test fails when a
+committed README and the committed ``results.json`` drift apart, e.g. a number
+edited by hand or a results file regenerated without its README.
+"""
+
+import json
+import os
+import re
+
+import pytest
+
+from reprojax.experiments import registry
+from reprojax.experiments import results as results_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "results")
+
+
+def _read(*parts):
+  with open(os.path.join(ROOT, *parts)) as f:
+    return f.read()
+
+
+def _between(text, begin, end):
+  assert begin in text and end in text, f"missing generated section {begin!r}"
+  return begin + text.split(begin, 1)[1].split(end, 1)[0] + end
+
+
+def readme_problems(readme_text: str, results_dir: str) -> list[str]:
+  """Where the main README disagrees with ``results_dir``: its generated table and its
+  Papers table's per-paper ``paper claims: h of n hold``."""
+  problems = []
+  got = _between(readme_text, results_lib.README_BEGIN, results_lib.README_END)
+  if got != results_lib.readme_block(results_dir):
+    problems.append("README results section differs from results/ (run make reproduce)")
+  for slug in registry.PAPERS:
+    path = os.path.join(results_dir, slug, "results.json")
+    if not os.path.isfile(path):
+      continue
+    with open(path) as f:
+      h, n = results_lib.count_by_kind(json.load(f)["claims"])["paper"]
+    row = next((l for l in readme_text.splitlines() if l.startswith(f"| `{slug}` |")), "")
+    found = re.search(r"paper claims: (\d+) of (\d+) hold", row)
+    if not found or (int(found[1]), int(found[2])) != (h, n):
+      problems.append(f"{slug}: Papers table says {found[0] if found else 'nothing'}, "
+                      f"results say paper claims: {h} of {n} hold")
+  return problems
+
+
+def paper_readme_problems(readme_text: str, results_path: str) -> list[str]:
+  with open(results_path) as f:
+    res = json.load(f)
+  want = results_lib.paper_block(res)
+  begin = results_lib.PAPER_BEGIN.format(slug=res["paper"])
+  got = _between(readme_text, begin, results_lib.PAPER_END)
+  return [] if got == want else [f"{res['paper']}: README claims table differs from results.json"]
+
+
+def test_main_readme_matches_results():
+  assert readme_problems(_read("README.md"), RESULTS) == []
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_paper_readme_matches_results(slug):
+  path = os.path.join(RESULTS, slug, "results.json")
+  if not os.path.isfile(path):
+    pytest.skip(f"no committed results for {slug}")
+  assert paper_readme_problems(_read("experiments", slug, "README.md"), path) == []
+
+
+def test_a_planted_stale_number_is_caught():
+  readme = _read("README.md")
+  block = _between(readme, results_lib.README_BEGIN, results_lib.README_END)
+  number = re.search(r"\| (\d+\.\d+) \|", block)[1]  # a wall time in the table
+  stale = readme.replace(block, block.replace(f"| {number} |", "| 77.0 |", 1))
+  assert stale != readme and readme_problems(stale, RESULTS)
+  slug = registry.PAPERS[0]
+  text = _read("experiments", slug, "README.md")
+  path = os.path.join(RESULTS, slug, "results.json")
+  with open(path) as f:
+    ours = json.load(f)["claims"][0]["ours"]
+  digits = re.search(r"\d\.\d+", ours)[0]
+  planted = text.replace(digits, digits[:-1] + str((int(digits[-1]) + 1) % 10), 1)
+  assert planted != text and paper_readme_problems(planted, path)
+  counts = re.sub(r"(`alft` \|[^\n]*?paper claims: )(\d+)", lambda m: m[1] + "9", readme)
+  assert any("alft: Papers table" in p for p in readme_problems(counts, RESULTS))
