@@ -167,10 +167,13 @@ def _m_step(v_Nx2K, q1_N, two_coin: bool):
     tot = c1 + c0
     return jnp.stack([jnp.log(c0) - jnp.log(tot), jnp.log(c1) - jnp.log(tot)], axis=1)
   # One coin: skill s_k = mean posterior of the label the judge gave.
-  n_k = v_Nx2K[:, :k].sum(0) + v_Nx2K[:, k:].sum(0)
-  skill = (cnt1[:, 1] + cnt0[:, 0]) / jnp.maximum(n_k, 1.0)
-  skill = jnp.clip(skill, EPS, 1.0 - EPS)
-  right, wrong = jnp.log(skill), jnp.log1p(-skill)
+  n_k = jnp.maximum(v_Nx2K[:, :k].sum(0) + v_Nx2K[:, k:].sum(0), 1.0)
+  n_right = cnt1[:, 1] + cnt0[:, 0]
+  # Both probabilities from counts, each floored at EPS: in float32 1 - 1e-10 rounds to 1,
+  # so clipping the skill and taking log1p(-skill) gave -inf for a judge never wrong, and
+  # 0 * -inf = NaN posteriors for every item (seen on the real crowd labels).
+  right = jnp.log(jnp.clip(n_right / n_k, EPS, 1.0))
+  wrong = jnp.log(jnp.clip((n_k - n_right) / n_k, EPS, 1.0))
   return jnp.stack([jnp.stack([right, wrong], 1), jnp.stack([wrong, right], 1)], axis=1)
 
 

@@ -55,12 +55,19 @@ def coupled_decay(weight_decay: float, batch_size: int) -> float:
 
 
 def make_optimizer(rc: ml_collections.ConfigDict) -> optax.GradientTransformation:
-  """The original's optimizer: Adam with coupled L2, the rate halved every ``decay_every_epochs``."""
+  """The original's optimizer: Adam with coupled L2, the rate halved every ``decay_every_epochs``.
+
+  The original steps torch's Adam (eps 1e-8, weight decay added to the gradient) on
+  the loss summed over the batch; we train on the batch mean, whose gradient is 1/B
+  of that. Adam is invariant to that scale except through eps and the coupled decay,
+  so both are divided by B: the steps are then exactly the original's.
+  """
   steps_per_epoch = rc.n_train // rc.batch_size
   schedule = optax.exponential_decay(rc.learning_rate, rc.decay_every_epochs * steps_per_epoch,
                                      0.5, staircase=True)
   return optax.chain(optax.add_decayed_weights(coupled_decay(rc.weight_decay, rc.batch_size)),
-                     optax.scale_by_adam(), optax.scale_by_learning_rate(schedule))
+                     optax.scale_by_adam(eps=1e-8 / rc.batch_size),
+                     optax.scale_by_learning_rate(schedule))
 
 
 def make_loss_fn(model: fno.FNO, yn: Normalizer) -> train.LossFn:

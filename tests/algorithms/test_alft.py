@@ -262,6 +262,32 @@ def test_kinetic_loader_and_holdout():
     dalft.load_kinetic("/nonexistent/folder")
 
 
+def test_cp_grad_first_step_follows_the_closed_form_gradient():
+  """cp_grad's first Adam step is -lr * g / (|g| + eps), g the masked loss's gradient in closed form.
+
+  The gradient of (1/2 sum_Omega (y - [[A, B, C]])^2 + l2/2 sum ||A_n||^2) / |Omega| with
+  respect to A is (R_(1) (C kr B) + l2 A) / |Omega|, R the masked residual; numpy,
+  independent of JAX's autodiff.
+  """
+  rng = np.random.default_rng(0)
+  y = rng.normal(size=SHAPE)
+  mask = (rng.uniform(size=SHAPE) < 0.6).astype(np.float64)
+  f0 = [rng.normal(size=(n, 2)) for n in SHAPE]
+  lr, l2 = 0.01, 0.3
+  with jax.enable_x64(True):
+    got, _ = alft.cp_grad(jnp.asarray(y), jnp.asarray(mask), [jnp.asarray(a) for a in f0],
+                          n_iter=1, lr=lr, l2=l2)
+  a, b, c = f0
+  resid = (np.einsum("ir,jr,kr->ijk", a, b, c) - y) * mask
+  n_obs = mask.sum()
+  grads = [(np.einsum("ijk,jr,kr->ir", resid, b, c) + l2 * a) / n_obs,
+           (np.einsum("ijk,ir,kr->jr", resid, a, c) + l2 * b) / n_obs,
+           (np.einsum("ijk,ir,jr->kr", resid, a, b) + l2 * c) / n_obs]
+  for g_got, f, g in zip(got, f0, grads):
+    np.testing.assert_allclose(np.asarray(g_got), f - lr * g / (np.abs(g) + 1e-8), rtol=1e-12,
+                               atol=1e-12)
+
+
 def test_gradient_fit_decreases_the_loss_and_respects_nonnegativity():
   """Adam on the (A)LFT objective with the non-negative projection (non-negative LFT).
 

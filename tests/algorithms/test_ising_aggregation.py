@@ -163,6 +163,18 @@ def test_dawid_skene_matches_crowdkit_each_iteration(two_coin):
       np.testing.assert_allclose(got.posterior_N, want, atol=1e-6, err_msg=f"iteration {it}")
 
 
+def test_one_coin_in_float32_survives_a_judge_who_is_never_wrong():
+  """In float32, 1 - 1e-10 rounds to 1: a clipped skill of 1 once gave -inf logs and NaN posteriors."""
+  rng = np.random.default_rng(3)
+  votes, truth = _toy_votes(rng, 60, 5)
+  votes = np.concatenate([votes, truth[:, None]], axis=1)  # a sixth judge, always right
+  got = ia.dawid_skene(jnp.asarray(votes), two_coin=False, max_iters=20, tol=-np.inf)
+  assert np.isfinite(np.asarray(got.posterior_N)).all()
+  with jax.enable_x64(True):
+    ref = ia.dawid_skene(jnp.asarray(votes), two_coin=False, max_iters=20, tol=-np.inf)
+  np.testing.assert_allclose(got.posterior_N, ref.posterior_N, atol=1e-4)
+
+
 # ---------------------------------------------------------------- 3. EM recovery
 
 def test_em_recovers_class_dependent_ising_parameters_error_shrinks_with_n():

@@ -73,3 +73,12 @@ def test_each_claim_flips(base):
   # At the tolerance itself the control still holds (<=).
   assert _verdicts(config, m, synth_control_rmse_ratio_alft_over_best_baseline_max=1.0 + tol)[
       "control_alft_no_worse"][0]
+
+
+def test_tensorly_comparison_needs_one_stopping_rule(base):
+  config, m = base
+  config = config.copy_and_resolve_references()
+  config.kinetic.tensorly_n_iter = config.kinetic.n_iter // 2  # tensorly stopped early
+  got = {c.id: c for c in experiment.claims(config, m)}
+  assert not got["kinetic_alft_beats_tensorly_cp"].holds
+  assert "not judged" in got["kinetic_alft_beats_tensorly_cp"].ours

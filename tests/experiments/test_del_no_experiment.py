@@ -135,12 +135,15 @@ def _hand_made_metrics(config, fno_overhead=0.3, deeponet_overhead=0.3):
   metrics = dict(wins=7, cells=12, cells_orders_below_m=12, step_overhead_median=0.45,
                  step_overhead_min=0.1, step_overhead_max=0.9, xy_gap_mean=0.03,
                  darcy_fno_clean_xy_gap=0.02, darcy_fno_noisy_xy_gap=0.04,
-                 sweep_sigma_spearman=-1.0, sweep_n_spearman=0.5)
+                 sweep_sigma_spearman=-1.0, sweep_n_spearman=0.5,
+                 sweep_sigma_levels=5, sweep_sigma_spearman_replicas=-0.8, sweep_sigma_p_value=0.001,
+                 sweep_n_levels=5, sweep_n_spearman_replicas=0.3, sweep_n_p_value=0.14)
   for p in config.pdes:
     for bb in experiment.backbones_of(config, p):
       metrics[f"{p}_{bb}_step_overhead"] = fno_overhead if bb == "fno" else deeponet_overhead
-  metrics.update({f"sweep_sigma_{v:g}_beta": b for v, b in zip(config.sweep_sigmas, (2, 1.5, 1))})
-  metrics.update({f"sweep_n_{v:g}_beta": b for v, b in zip(config.sweep_ns, (1, 1.2, 1.1))})
+  metrics.update({f"sweep_sigma_{v:g}_beta": b
+                  for v, b in zip(config.sweep_sigmas, (2, 1.8, 1.5, 1.2, 1))})
+  metrics.update({f"sweep_n_{v:g}_beta": b for v, b in zip(config.sweep_ns, (1, 1.2, 1.1, 1.3, 1.2))})
   return metrics
 
 
@@ -156,9 +159,24 @@ def test_claims_from_hand_made_metrics():
   assert got["wins"].holds and got["wins"].ours.startswith("7/12 cells")
   assert got["orders_below_m"].holds and got["overhead"].holds
   assert got["xy_orders_agree"].holds and "over 2 Darcy cells" in got["xy_orders_agree"].ours
-  assert got["sweep_sigma"].holds and not got["sweep_n"].holds  # rho 0.5 < monotone_rho 0.8
-  assert got["sweep_sigma"].ours == ("top order [2.0, 1.5, 1.0] at sigma=[0.0, 0.1, 0.3]; "
-                                    "Spearman -1.00")
+  assert got["sweep_sigma"].holds and not got["sweep_n"].holds  # p 0.14 is not below 0.05
+  assert got["sweep_sigma"].ours == (
+      "mean top order [2.0, 1.8, 1.5, 1.2, 1.0] at sigma=[0.0, 0.05, 0.1, 0.2, 0.3]; Spearman "
+      "over 5 levels x 3 seeds -0.80, one-sided permutation p = 0.001")
+
+
+def test_sweep_significance_is_a_one_sided_permutation_test():
+  rng = np.random.default_rng(0)
+  values = np.arange(5.0)
+  falling = 2.0 - 0.2 * values[:, None] + 0.05 * rng.normal(size=(5, 3))
+  rho, p = experiment.sweep_significance(values, falling, direction=-1)
+  assert rho < -0.9 and p < 1e-3
+  _, p_wrong_way = experiment.sweep_significance(values, falling, direction=+1)
+  assert p_wrong_way > 0.99
+  # Three levels ordered perfectly by their means, but seeds overlapping: not significant.
+  noisy = np.array([[1.0, 1.6, 0.9], [1.1, 0.8, 1.5], [1.2, 1.0, 1.3]])
+  rho3, p3 = experiment.sweep_significance(np.arange(3.0), noisy, direction=+1)
+  assert p3 > 0.05, (rho3, p3)
 
 
 def test_each_claim_flips_when_its_metric_crosses_the_threshold():
@@ -174,8 +192,10 @@ def test_each_claim_flips_when_its_metric_crosses_the_threshold():
   assert not verdicts(wins=6)["wins"]  # 6/12 is not "most"
   assert not verdicts(cells_orders_below_m=11)["orders_below_m"]
   assert not verdicts(xy_gap_mean=0.036)["xy_orders_agree"]
-  assert not verdicts(sweep_sigma_spearman=+1.0)["sweep_sigma"]  # wrong direction
-  assert verdicts(sweep_n_spearman=0.8)["sweep_n"]
+  assert not verdicts(sweep_sigma_p_value=0.05)["sweep_sigma"]  # p must be below 0.05
+  assert verdicts(sweep_sigma_p_value=0.049)["sweep_sigma"]
+  assert not verdicts(sweep_sigma_levels=4)["sweep_sigma"]  # too few levels, however clear
+  assert verdicts(sweep_n_p_value=0.01)["sweep_n"]
   # overhead is judged per backbone: a cheap FNO cannot average away an expensive DeepONet.
   assert not verdicts(fno_overhead=0.02, deeponet_overhead=0.7)["overhead"]
   assert not verdicts(fno_overhead=0.41, deeponet_overhead=0.3)["overhead"]

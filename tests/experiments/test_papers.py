@@ -92,6 +92,8 @@ def test_claims_recomputed_from_committed_metrics(slug):
   assert [c.ours for c in got] == [c["ours"] for c in res["claims"]]
   assert [c.kind for c in got] == [c["kind"] for c in res["claims"]]
   assert all(c.kind in results_lib.KINDS for c in got)
+  nulls = [k for k, v in res["metrics"].items() if v is None]
+  assert not nulls, f"non-finite committed metrics (null): {nulls}"
   counts = results_lib.count_by_kind(res["claims"])
   assert res["claim_counts"] == {k: {"hold": h, "of": n} for k, (h, n) in counts.items()}
 

@@ -55,5 +55,5 @@ def get_config():
   c.sweep_num_seeds = 5
   c.sweep_sigmas = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4)
   c.sweep_ns = (50, 100, 200, 500, 1000)
-  c.sweep_alphas = (3.0, 2.5, 2.0, 1.5)
+  c.sweep_alphas = (3.0, 2.5, 2.0, 1.75, 1.5)
   return c

@@ -25,5 +25,5 @@ def get_config():
   c.n_train = 1000
   c.n_test = 200
   c.steps = 2000
-  c.sweep_ns = (100, 300, 1000)
+  c.sweep_ns = (100, 200, 300, 600, 1000)
   return c

@@ -60,8 +60,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.sweep_backbone = "fno"  # backbone of the sweeps
   c.sweep_num_seeds = 3  # seeds per sweep point (vmapped)
   c.sweep_sigma = 0.05  # noise level during the n sweep
-  c.sweep_sigmas = (0.0, 0.1, 0.3)  # noise sweep values
-  c.sweep_ns = (64, 128, 256)  # training-set-size sweep values (<= n_train)
-  c.sweep_alphas = (2.5, 2.0, 1.5)  # input spectral-decay sweep values (GRF alpha; default law: 2)
-  c.monotone_rho = 0.8  # a sweep is "monotone" when the Spearman rho reaches this in the paper's direction
+  c.sweep_sigmas = (0.0, 0.05, 0.1, 0.2, 0.3)  # noise sweep values
+  c.sweep_ns = (32, 64, 128, 192, 256)  # training-set-size sweep values (<= n_train)
+  c.sweep_alphas = (3.0, 2.5, 2.0, 1.75, 1.5)  # input spectral-decay sweep values (GRF alpha; law: 2)
+  c.sweep_min_levels = 5  # a monotone-trend claim needs at least this many levels
+  c.sweep_p_value = 0.05  # ... and a one-sided permutation p-value of the replicas' Spearman below this
   return c
