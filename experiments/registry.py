@@ -1,7 +1,8 @@
 """The papers ``experiments/reproduce.py`` knows, by slug.
 
 A paper is registered when it has ``experiments/<slug>/main.py`` (the launcher
-entry), ``configs/quick.py`` (fits ``make reproduce``: about 2 minutes on 2 CPU
+entry), ``configs/tiny.py`` (seconds: its notebook's test run, not a
+reproduction), ``configs/quick.py`` (fits ``make reproduce``: 90 s on 2 CPU
 cores) and ``configs/full.py`` (the paper's scale; its docstring names the
 hardware and time it needs). Add the slug here last, once its tests pass.
 """
@@ -19,7 +20,7 @@ PAPERS: tuple[str, ...] = (
     "del_no",
 )
 
-SCALES: tuple[str, ...] = ("quick", "full")
+SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 
 
 def config_path(slug: str, scale: str) -> str:

@@ -63,6 +63,8 @@ def write_all(workdir, config, kinds, synth, tl_synth, grid, h_B, kin):
   fig.tight_layout()
   plotting.save(fig, workdir, "synthetic_offset_function.png", dpi=120)
 
+  if not kin:  # the Kinetic part was switched off (config.kinetic.n_init_seeds = 0)
+    return
   fig, ax = plotting.subplots(figsize=(7, 3.5))
   names = list(kin)
   x = np.arange(len(names))

@@ -82,3 +82,11 @@ def test_tensorly_comparison_needs_one_stopping_rule(base):
   got = {c.id: c for c in experiment.claims(config, m)}
   assert not got["kinetic_alft_beats_tensorly_cp"].holds
   assert "not judged" in got["kinetic_alft_beats_tensorly_cp"].ours
+
+
+def test_without_the_kinetic_part_its_claims_are_absent(base):
+  config, m = base
+  synthetic_only = {k: v for k, v in m.items() if not k.startswith("kinetic_")}
+  ids = [c.id for c in experiment.claims(config, synthetic_only)]
+  assert "kinetic_alft_beats_tensorly_cp" not in ids and "kinetic_alft_beats_cp_lft" not in ids
+  assert ids[0] == "aligned_alft_beats_lft_cp" and len(ids) == 4

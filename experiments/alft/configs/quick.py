@@ -54,7 +54,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.kinetic.split_seed = 0  # numpy seed of the 20% held-out split (recorded in results)
   c.kinetic.holdout = 0.2  # fraction of the observed entries held out
   c.kinetic.rank = 4  # rank of every method
-  c.kinetic.n_init_seeds = 1  # random initialisations of our fits (vmapped; mean reported)
+  c.kinetic.n_init_seeds = 1  # random initialisations of our fits (vmapped; mean reported; 0: no Kinetic part)
   c.kinetic.n_iter = 200  # ALS sweeps of our CP, LFT and ALFT
   c.kinetic.n_iter_tucker = 50  # EM-HOOI sweeps
   c.kinetic.l2 = 0.001  # ridge of LFT and ALFT (data divided by its std)

@@ -32,6 +32,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.num_starts = 6  # Ising EM runs per model (DS, MV, 4 random votes); best likelihood kept
   c.cw_ks = (4, 8, 16, 32, 64, 128, 256, 512, 1024)  # Curie-Weiss panel sizes (exact risks)
   c.manual_dir = ""  # folder of crowd_binary/jn_product; "" = $REPROJAX_MANUAL_DIR/<that>
+  c.use_crowd_data = True  # part 5; False (no manual folder): skipped with its 2 claims
   c.crowd_lf_nodes = 16  # Gauss-Hermite nodes of the latent-factor fit on the crowd data
   c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
   return c

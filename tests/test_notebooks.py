@@ -1,0 +1,112 @@
+"""Every registered paper's Colab notebook, executed top to bottom at the tiny scale.
+
+A notebook is ``experiments/<slug>/<slug>.ipynb``, stored without outputs. Here it
+runs in a fresh Python kernel with ``REPROJAX_NOTEBOOK_SCALE=tiny`` (the notebook's
+default, what a Colab user gets, is ``quick``); a failing cell fails the test with
+the cell's source and error, and the executed notebook must show a figure.
+"""
+
+import copy
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from reprojax.experiments import registry
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIMEOUT_S = 120  # per cell
+
+
+def _path(slug):
+  return os.path.join(ROOT, "experiments", slug, f"{slug}.ipynb")
+
+
+def _read(slug):
+  with open(_path(slug)) as f:
+    return nbformat.read(f, as_version=4)
+
+
+def _execute(nb, workdir):
+  """Runs ``nb`` in a fresh kernel at the tiny scale, on one CPU device as on Colab.
+
+  The kernel inherits this process's environment, so the scale is set and the 8 fake
+  devices of ``conftest.py`` are taken out of ``XLA_FLAGS`` for the call (every paper's
+  8-device run is ``tests/experiments/test_papers.py``'s job).
+  """
+  saved = {k: os.environ.get(k) for k in ("REPROJAX_NOTEBOOK_SCALE", "XLA_FLAGS")}
+  os.environ["REPROJAX_NOTEBOOK_SCALE"] = "tiny"
+  os.environ["XLA_FLAGS"] = " ".join(
+      f for f in os.environ.get("XLA_FLAGS", "").split()
+      if not f.startswith("--xla_force_host_platform_device_count"))
+  try:
+    client = nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                                     resources={"metadata": {"path": str(workdir)}})
+    client.execute()
+  finally:
+    for k, v in saved.items():
+      if v is None:
+        os.environ.pop(k, None)
+      else:
+        os.environ[k] = v
+  return nb
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_notebook_runs_top_to_bottom_and_shows_a_figure(slug, tmp_path):
+  nb = _read(slug)
+  for cell in nb.cells:  # stored without outputs, so diffs stay readable
+    assert cell.cell_type != "code" or (not cell.outputs and cell.execution_count is None), (
+        f"{slug}.ipynb is stored with outputs; clear them (the executed copy is CI's)")
+  nb = _execute(nb, tmp_path)
+  images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+            if "image/png" in o.get("data", {})]
+  assert images, f"{slug}.ipynb shows no figure"
+
+
+def test_a_broken_cell_fails_with_its_source(tmp_path):
+  nb = _read("rocp")
+  broken = copy.deepcopy(nb)
+  code = [c for c in broken.cells if c.cell_type == "code"]
+  code[1].source = "from reprojax.algorithms import rocp\nrocp.no_such_function()\n"
+  with pytest.raises(nbclient.exceptions.CellExecutionError) as e:
+    _execute(broken, tmp_path)
+  assert "rocp.no_such_function()" in str(e.value) and "AttributeError" in str(e.value)
+
+
+def _install_cell(slug):
+  first = next(c for c in _read(slug).cells if c.cell_type == "code")
+  return first.source
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_install_cell_installs_only_when_reprojax_is_missing(slug):
+  """The first code cell, run with stand-ins for importlib.util and subprocess: no network."""
+  source = _install_cell(slug)
+  builtins = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+  for installed in (True, False):
+    calls = []
+    util = types.SimpleNamespace(
+        find_spec=lambda name, _i=installed: object() if _i or name != "reprojax" else None)
+    stand_ins = {
+        "importlib": types.SimpleNamespace(util=util),
+        "subprocess": types.SimpleNamespace(
+            run=lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0)),
+        "sys": sys,
+    }
+
+    def fake_import(name, *args, _real=builtins["__import__"], **kwargs):
+      top = name.split(".")[0]
+      return stand_ins[top] if top in stand_ins else _real(name, *args, **kwargs)
+
+    exec(compile(source, f"{slug}.ipynb, first cell", "exec"),  # noqa: S102
+         {"__builtins__": {**builtins, "__import__": fake_import}})
+    if installed:
+      assert not calls, f"{slug}: the install cell ran {calls} although reprojax is importable"
+    else:
+      assert len(calls) == 1 and calls[0][1:4] == ["-m", "pip", "install"], calls
