@@ -98,7 +98,7 @@ def make_train_step(*, mesh: jax.sharding.Mesh, loss_fn: LossFn,
   """The sharded step :func:`fit` runs: ``step(state, batch, key) -> (state, metrics)``.
 
   ``batch`` is a tuple of host arrays holding ``batch_size`` real examples each.
-  The step pads them with copies of the first example up to
+  The step pads them with copies of the last example up to
   ``P = padded_batch_size(batch_size, mesh)``, splits them over ``data`` and
   masks the copies: the loss and the logged metrics are means over the real
   examples, so the step equals the one-device step whatever the mesh. The state
@@ -149,10 +149,7 @@ def make_train_step(*, mesh: jax.sharding.Mesh, loss_fn: LossFn,
       batch = tuple(jax.ShapeDtypeStruct((padded,) + tuple(a.shape[1:]), a.dtype, sharding=data_sh)
                     for a in batch)
       return state, batch, jax.ShapeDtypeStruct((padded,), np.bool_, sharding=data_sh), key
-    pad = padded - batch_size
-    batch = tuple(sharding.global_array(
-        np.asarray(a) if not pad else np.concatenate([a, np.repeat(np.asarray(a)[:1], pad, 0)]),
-        data_sh) for a in batch)
+    batch = tuple(sharding.replica_array(a, mesh) for a in batch)  # padded to P on the host
     if mask_P is None:
       mask_P = sharding.global_array(np.arange(padded) < batch_size, data_sh)
     return state, batch, mask_P, key

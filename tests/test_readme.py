@@ -66,8 +66,7 @@ def test_main_readme_matches_results():
 @pytest.mark.parametrize("slug", registry.PAPERS)
 def test_paper_readme_matches_results(slug):
   path = os.path.join(RESULTS, slug, "results.json")
-  if not os.path.isfile(path):
-    pytest.skip(f"no committed results for {slug}")
+  assert os.path.isfile(path), f"{slug} is registered but has no committed results: run reproduce"
   assert paper_readme_problems(_read("experiments", slug, "README.md"), path) == []
 
 
