@@ -42,24 +42,26 @@ JITTABLE = [p for p in EXAMPLES if p.values[0].jittable]
 
 
 @pytest.mark.parametrize("ex", JITTABLE)
-def test_jit_once_and_finite(ex):
+def test_jit_once_finite_and_vmap_equals_loop(ex):
+  """One compile serves new values; a vmapped call equals a loop of jitted calls.
+
+  One test per example, so the loop reuses the program the first check compiled
+  (under pytest-xdist, two tests of one example may land in different processes).
+  """
   f = jax.jit(ex.fn)
   out1 = f(*ex.make_args(jax.random.key(0)))
   out2 = f(*ex.make_args(jax.random.key(1)))
   assert f._cache_size() == 1, "second call with new values recompiled"
   assert _finite(out1) and _finite(out2)
-
-
-@pytest.mark.parametrize("ex", [p for p in JITTABLE if p.values[0].vmappable])
-def test_vmap_equals_loop(ex):
+  if not ex.vmappable:
+    return
   keys = jax.random.split(jax.random.key(2), 3)
-  batched = jax.vmap(ex.make_args)(keys)
-  got = jax.jit(jax.vmap(ex.fn))(*batched)
-  single = jax.jit(ex.fn)  # one compile, three calls
+  got = jax.jit(jax.vmap(ex.fn))(*jax.vmap(ex.make_args)(keys))
   for i in range(3):
-    want = single(*ex.make_args(keys[i]))
+    want = f(*ex.make_args(keys[i]))
     jax.tree.map(lambda g, w: np.testing.assert_allclose(g[i], w, rtol=2e-5, atol=2e-5),
                  got, want)
+  assert f._cache_size() == 1
 
 
 @pytest.mark.parametrize("ex", [p for p in EXAMPLES if p.values[0].bad_args is not None])

@@ -4,6 +4,7 @@ Every run uses ``tests/experiments/fno_tiny_config.py`` (Burgers at s=32) on a
 dataset generated once per test session.
 """
 
+import fcntl
 import json
 import os
 import signal
@@ -40,19 +41,22 @@ def data_dir(tmp_path_factory):
   return d
 
 
+def _env(data_dir, cache_dir, devices):
+  """The environment of a launcher subprocess with ``devices`` CPU devices."""
+  env = dict(os.environ)
+  env["JAX_COMPILATION_CACHE_DIR"] = cache_dir
+  env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+  env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+  env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+  env["JAX_PLATFORMS"] = "cpu"
+  env["REPROJAX_DATA_DIR"] = data_dir
+  return env
+
+
 @pytest.fixture
 def env_for(data_dir, cache_dir):
   """devices -> the environment of a launcher subprocess with that many CPU devices."""
-  def make(devices=8):
-    env = dict(os.environ)
-    env["JAX_COMPILATION_CACHE_DIR"] = cache_dir
-    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-    env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-    env["JAX_PLATFORMS"] = "cpu"
-    env["REPROJAX_DATA_DIR"] = data_dir
-    return env
-  return make
+  return lambda devices=8: _env(data_dir, cache_dir, devices)
 
 
 def _cmd(workdir, *overrides, config=TINY):
@@ -86,12 +90,27 @@ def _done_steps(workdir):
 NUM_STEPS = 15 * (32 // 8)  # epochs * steps per epoch of the tiny config
 
 
-def test_sigkill_then_resume_is_bit_identical(tmp_path, env_for):
-  env = env_for()
-  straight = tmp_path / "straight"
-  res = _run(_cmd(straight), env)
-  assert res.returncode == 0, res.stderr[-2000:]
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory, data_dir, cache_dir):
+  """One uninterrupted launch on 1 process x 4 devices: the reference of two tests below.
 
+  Launched once per test session: under pytest-xdist the workers share one folder
+  of this session, and the first to take the lock runs it. (pytest 9.2 no longer
+  honours xdist's ``--dist loadgroup``, which would have kept both tests in one worker.)
+  """
+  base = tmp_path_factory.getbasetemp()
+  shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+  workdir = shared / "fno_straight"
+  with open(shared / "fno_straight.lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    if not (workdir / "results.json").exists():
+      res = _run(_cmd(workdir), _env(data_dir, cache_dir, 4))
+      assert res.returncode == 0, res.stderr[-2000:]
+  return workdir
+
+
+def test_sigkill_then_resume_is_bit_identical(tmp_path, env_for, straight):
+  env = env_for(4)
   killed = tmp_path / "killed"
   proc = subprocess.Popen(_cmd(killed), env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
@@ -145,12 +164,9 @@ def _free_port():
     return s.getsockname()[1]
 
 
-def test_two_processes_match_one(tmp_path, env_for):
+def test_two_processes_match_one(tmp_path, env_for, straight):
   """2 processes x 2 CPU devices with jax.distributed equal 1 process x 4 devices."""
-  single = tmp_path / "single"
-  res = _run(_cmd(single), env_for(4))
-  assert res.returncode == 0, res.stderr[-2000:]
-
+  single = straight
   multi = tmp_path / "multi"
   port = _free_port()
   procs = [subprocess.Popen(
