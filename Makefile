@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # pytest workers; the suite is sized for 2 cores.
 WORKERS ?= 2
 
-.PHONY: test reproduce install clean
+.PHONY: test reproduce bench install clean
 
 install: $(STAMP)
 
@@ -22,6 +22,11 @@ test: $(STAMP)
 
 reproduce: $(STAMP)
 	$(PY) -m reprojax.experiments.reproduce --papers=all --scale=quick --out=results --readme=README.md
+
+# Speed against each paper's peer: results/BENCH.md and results/bench.json (about 5 min).
+bench: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,bench]'
+	$(PY) -m reprojax.experiments.bench --papers=all --out=results
 
 clean:
 	rm -rf .work build *.egg-info

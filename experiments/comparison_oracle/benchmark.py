@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from reprojax.algorithms import comparison_oracle as co
+from reprojax.experiments import bench
 from reprojax.experiments.comparison_oracle import experiment
 
 _EPS = flags.DEFINE_float("eps", 1e-3, "Target ||grad f|| for the queries-to-eps table.")
@@ -103,6 +104,47 @@ def queries_table(eps, quick):
                                          20000 if quick else 200000)
     sfx = "" if okc else " (not reached)"
     print(f"| {name} | {n} | {cells[0]} | {cells[1]} | {ev}{sfx} | {cp}{sfx} | |")
+
+
+def workloads(full: bool) -> list[bench.Workload]:
+  """``make bench``'s row: time to an eps-stationary point from comparisons only, vs CMA-ES.
+
+  Different algorithms on the same function from the same start, so the outputs
+  compared are the verdicts (both reach ||grad f|| <= eps) and the row is a
+  time-to-solution ratio; the numbers of queries are in the agreement text.
+  Float64 inside (scoped).
+  """
+  n, eps = (8, 1e-3) if not full else (32, 1e-4)
+  with jax.enable_x64(True):
+    A = co.indefinite_matrix(n, jax.random.key(n)).astype(jnp.float64)
+    f = co.quadratic_quartic(A)
+    x0 = 0.5 * jax.random.normal(jax.random.key(1), (n,), jnp.float64)
+    method = co.make_method(co.make_oracle(f, n), "ours")
+  mon = lambda x: jnp.linalg.norm(jax.grad(f)(x))
+  solve = jax.jit(lambda x, k: co.queries_to_stationarity(method, mon, x, k, eps, 3000)[:3])
+
+  def ours():
+    with jax.enable_x64(True):
+      return jax.block_until_ready(solve(x0, jax.random.key(0)))
+
+  def peer():
+    with jax.enable_x64(True):
+      return experiment.cma_queries(f, mon, np.asarray(x0), eps, 0, 200_000)
+
+  def agree(o, p):
+    q, _, ok = o
+    evals, comps, okc = p
+    return bool(ok) and bool(okc), (f"both reach ||grad f|| <= {eps:g}: ours {bool(ok)} in "
+                                    f"{int(q)} comparisons, CMA-ES {okc} in {comps} "
+                                    f"comparisons ({evals} evaluations)")
+
+  return [bench.Workload(
+      paper="comparison_oracle",
+      name=f"time to ||grad f|| <= {eps:g}, quadratic-quartic, n = {n}, comparisons only",
+      ours=ours, peer=peer, peer_name="CMA-ES (pycma, ranks only)", peer_package="cma",
+      agree=agree, repeats=3,
+      note="different algorithms, same function and start: a time-to-solution ratio; CMA-ES "
+           "evaluates f from Python, one jitted call per candidate")]
 
 
 def main(argv):

@@ -1,6 +1,6 @@
 r"""Per-step training time of del-NO against its plain backbone, side by side (issue item 4).
 
-    python -m reprojax.experiments.del_no.benchmark [--resolution=256 --batch=32 --repeats=20]
+    python -m reprojax.experiments.del_no.benchmark [--resolution=256 --batch=32 --timed_steps=20]
     python -m reprojax.experiments.del_no.benchmark --sizes=full --dims=2 --resolution=64 --batch=20
 
 For each backbone (FNO, U-Net, DeepONet) times one jitted training step (forward,
@@ -18,21 +18,48 @@ from absl import flags
 import jax
 import jax.numpy as jnp
 
+from reprojax.experiments import bench
 from reprojax.experiments.del_no import experiment
-from reprojax.experiments.del_no.configs import full
+from reprojax.experiments.del_no.configs import full as full_config
 from reprojax.experiments.del_no.configs import quick
 from reprojax.models import del_no
 
 _RES = flags.DEFINE_integer("resolution", 256, "grid points")
 _BATCH = flags.DEFINE_integer("batch", 32, "batch size")
-_REPEATS = flags.DEFINE_integer("repeats", 20, "timed steps (median)")
+_REPEATS = flags.DEFINE_integer("timed_steps", 20, "timed steps (median)")
 _SIZES = flags.DEFINE_enum("sizes", "quick", ["quick", "full"], "backbone sizes: quick or full config's")
 _DIMS = flags.DEFINE_enum("dims", "1", ["1", "2"], "spatial dimensions (2: Darcy's square)")
 
 
+def workloads(full: bool) -> list[bench.Workload]:
+  """``make bench``'s rows: a del-NO (GL, K = 2) training step against its plain backbone's.
+
+  The paper's cost claim is an overhead over the backbone, so the peer is the
+  backbone itself at the same shapes (quick sizes, a 4-layer FNO; 1-D, grid 256,
+  batch 32); the two are different models, so outputs are not compared.
+  """
+  config = full_config.get_config() if full else quick.get_config()
+  if not full:
+    config.backbones.fno_depth = 4
+  x = jax.random.normal(jax.random.key(0), (32, 256))
+  y = jnp.roll(x, 3, axis=-1)
+  rows = []
+  for name in ("fno", "unet", "deeponet"):
+    base, opt = experiment.make_model(name, config, 2, False, dims=1, periodic=True)
+    aug, opt_aug = experiment.make_model(name, config, 2, True, dims=1, periodic=True)
+    rows.append(bench.Workload(
+        paper="del_no", name=f"training step, {name} backbone + 2 GL derivative channels, "
+        "1-D grid 256, batch 32",
+        ours=experiment.train_step_call(aug, opt_aug, x, y, 1),
+        peer=experiment.train_step_call(base, opt, x, y, 1),
+        peer_name=f"plain {name} backbone", why_not_compared="different models (the row "
+        "is del-NO's overhead over its backbone)", repeats=10))
+  return rows
+
+
 def main(argv):
   del argv
-  config = full.get_config() if _SIZES.value == "full" else quick.get_config()
+  config = full_config.get_config() if _SIZES.value == "full" else quick.get_config()
   if _SIZES.value == "quick":
     config.backbones.fno_depth = 4
   dims = int(_DIMS.value)

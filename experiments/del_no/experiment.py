@@ -281,8 +281,8 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   return sharding.Step(build, args)
 
 
-def step_time(model, optimizer, x_BxS, y_BxS, replicas: int, repeats: int) -> float:
-  """Seconds per vmapped training step of ``replicas`` replicas (compiled, warm, median of repeats)."""
+def train_step_call(model, optimizer, x_BxS, y_BxS, replicas: int):
+  """A no-argument call of one jitted, vmapped training step of ``replicas`` replicas."""
   params = jax.vmap(lambda k: model.init(k, x_BxS[:1]))(jax.random.split(jax.random.key(0),
                                                                           replicas))
   opt_state = jax.vmap(optimizer.init)(params)
@@ -295,7 +295,12 @@ def step_time(model, optimizer, x_BxS, y_BxS, replicas: int, repeats: int) -> fl
     return optax.apply_updates(p, upd), o
 
   f = jax.jit(jax.vmap(one))
-  return common.median_seconds(lambda: f(params, opt_state, x, y), repeats)
+  return lambda: f(params, opt_state, x, y)
+
+
+def step_time(model, optimizer, x_BxS, y_BxS, replicas: int, repeats: int) -> float:
+  """Seconds per vmapped training step of ``replicas`` replicas (compiled, warm, median of repeats)."""
+  return common.median_seconds(train_step_call(model, optimizer, x_BxS, y_BxS, replicas), repeats)
 
 
 def _pde_sizes(config, pde: str) -> ml_collections.ConfigDict:

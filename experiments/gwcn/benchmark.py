@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse
 
 from reprojax.algorithms import gwcn
+from reprojax.experiments import bench
 
 _NODES = flags.DEFINE_integer("nodes", 200_000, "Number of nodes.")
 _EDGES = flags.DEFINE_integer("edges", 1_000_000, "Number of undirected edges (>= 1e6).")
@@ -57,6 +58,39 @@ def _random_simple_graph(rng, n, e):
     raise ValueError(f"could not draw {e} distinct edges on {n} nodes")
   lo, hi = key // n, key % n
   return np.concatenate([lo, hi]).astype(np.int32), np.concatenate([hi, lo]).astype(np.int32)
+
+
+def workloads(full: bool) -> list[bench.Workload]:
+  """``make bench``'s rows: ``S @ X`` at 1,000,000 undirected edges, ours against scipy's CSR.
+
+  F = 1 takes one ``segment_sum`` (the default path), F = 32 the sender-sorted chunked
+  path (the fast one at that width); both are checked against scipy's product.
+  """
+  n, e = (200_000, 1_000_000) if not full else (2_000_000, 10_000_000)
+  rng = np.random.default_rng(0)
+  senders, receivers = _random_simple_graph(rng, n, e)
+  op = gwcn.gwcn_shift(jnp.asarray(senders), jnp.asarray(receivers),
+                       jnp.ones(senders.size, jnp.float32), n)
+  csr = scipy.sparse.csr_matrix((np.asarray(op.weights_E), (receivers, senders)), shape=(n, n))
+  chunk = 1 << 15
+  op_chunked = gwcn.SparseOperator(*gwcn.pad_edges(*gwcn.sort_edges(*op, by="sender"), chunk))
+  plain = jax.jit(gwcn.propagate)
+  chunked = jax.jit(lambda o, x: gwcn.propagate(o, x, chunk))
+  rows = []
+  for f, fn, o, path in ((1, plain, op, "one segment_sum"),
+                         (32, chunked, op_chunked, "sender-sorted, chunked")):
+    x = rng.normal(size=(n, f)).astype(np.float32)
+    xj = jnp.asarray(x)
+    # bytes: 2E operator entries (two int32 indices and a float32 weight each), X read once,
+    # S X written once; the gathers of X rows are assumed to hit cache (a lower bound).
+    moved = float(2 * e * 12 + 2 * n * f * 4)
+    rows.append(bench.Workload(
+        paper="gwcn", name=f"propagation S @ X, {e:,} undirected edges, {n:,} nodes, F = {f} ({path})",
+        ours=lambda fn=fn, o=o, xj=xj: fn(o, xj), peer=lambda x=x: csr @ x,
+        peer_name="scipy.sparse CSR (1 thread)", peer_package="scipy",
+        agree=bench.max_abs_diff(1e-5), bytes=moved, repeats=7,
+        note="bytes: the operator's indices and weights, X and S X once each" if f == 1 else ""))
+  return rows
 
 
 def main(argv):

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from reprojax.algorithms import ising_aggregation as ia
+from reprojax.experiments import bench
 
 _ITEMS = flags.DEFINE_integer("items", 100_000, "Items N.")
 _JUDGES = flags.DEFINE_integer("judges", 10, "Judges K.")
@@ -35,6 +36,27 @@ def make_votes(n, k, missing, seed=0):
   miss = rng.random((n, k)) < missing
   miss[:, 0] = False
   return np.where(miss, -1, v), y
+
+
+def workloads(full: bool) -> list[bench.Workload]:
+  """``make bench``'s row: two-coin Dawid-Skene, ours against crowd-kit, same iterations."""
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+  from crowdkit.aggregation import DawidSkene  # pylint: disable=g-import-not-at-top
+  n, k, iters = (100_000, 10, 20) if not full else (1_000_000, 10, 20)
+  votes, _ = make_votes(n, k, 0.2)
+  ii, kk = np.nonzero(votes >= 0)
+  df = pd.DataFrame({"task": ii, "worker": kk, "label": votes[ii, kk]})
+  vj = jnp.asarray(votes)
+  return [bench.Workload(
+      paper="ising_aggregation",
+      name=f"Dawid-Skene two-coin EM, {n:,} items x {k} judges, {iters} iterations",
+      ours=lambda: ia.dawid_skene(vj, max_iters=iters, tol=-np.inf).posterior_N,
+      peer=lambda: DawidSkene(n_iter=iters, tol=-np.inf).fit_predict_proba(df).loc[
+          np.arange(n), 1].to_numpy(),
+      peer_name="crowd-kit", peer_package="crowd-kit",
+      agree=bench.max_abs_diff(1e-4, "max |posterior diff| (our float32, its float64)"),
+      bytes=float(iters * 2 * votes.size * 4), repeats=3,
+      note="bytes: the N x K int32 votes read twice per iteration (E and M step)")]
 
 
 def main(argv):

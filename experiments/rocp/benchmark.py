@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from reprojax.algorithms import rocp
+from reprojax.experiments import bench
 from reprojax.experiments.rocp.peers import mapie_split_conformal
 
 _N = flags.DEFINE_integer("n", 100_000, "calibration points (and as many test points)")
@@ -41,16 +42,53 @@ def _median_time(fn, repeats):
   return float(np.median(times)), out
 
 
-def main(argv):
-  del argv
-  n, y_n, alpha = _N.value, _Y.value, _ALPHA.value
-  rng = np.random.default_rng(0)
+def _problem(n, y_n, seed=0):
+  """Probabilities and labels for ``n`` calibration and ``n`` test points (float64, rows sum to 1)."""
+  rng = np.random.default_rng(seed)
   z = rng.normal(size=(2 * n, y_n)) * 2.0
   p = np.exp(z - z.max(1, keepdims=True))
   p = (p / p.sum(1, keepdims=True)).astype(np.float32).astype(np.float64)
   p /= p.sum(1, keepdims=True)
   u = rng.uniform(size=(2 * n, 1))
   y = np.minimum((u > np.cumsum(p, 1)).sum(1), y_n - 1).astype(np.int32)
+  return p, y
+
+
+def _same_sets(ours, peer):
+  mismatch = int((np.asarray(ours) != np.asarray(peer)).sum())
+  return mismatch == 0, f"{mismatch} of {np.asarray(peer).size} set entries differ"
+
+
+def workloads(full: bool) -> list[bench.Workload]:
+  """``make bench``'s rows: split-conformal LAC and APS, calibrate and predict, against MAPIE."""
+  n, y_n, alpha = (100_000 if not full else 1_000_000), 10, 0.1
+  p, y = _problem(n, y_n)
+  pc, pt = jnp.asarray(p[:n].astype(np.float32)), jnp.asarray(p[n:].astype(np.float32))
+  yc = jnp.asarray(y[:n])
+  u_cal = jnp.asarray(np.random.RandomState(0).uniform(size=n).astype(np.float32))
+  lac = jax.jit(lambda pc, yc, pt: rocp.lac(pc, yc, pt, None, alpha).sets_NxY)
+  aps = jax.jit(lambda pc, yc, pt, uc: rocp.aps(pc, yc, pt, None, alpha, uc).sets_NxY)
+  moved = float(2 * n * y_n * 4 + n * y_n)
+  note = "bytes: the two float32 probability tables read once, the boolean sets written once"
+  return [
+      bench.Workload(paper="rocp", name=f"split conformal LAC, {n:,} + {n:,} points, {y_n} labels",
+                     ours=lambda: lac(pc, yc, pt),
+                     peer=mapie_split_conformal("lac", p, y, n, alpha),
+                     peer_name="MAPIE", peer_package="mapie", agree=_same_sets, bytes=moved,
+                     note=note),
+      bench.Workload(paper="rocp", name=f"split conformal APS, {n:,} + {n:,} points, {y_n} labels",
+                     ours=lambda: aps(pc, yc, pt, u_cal),
+                     peer=mapie_split_conformal("aps", p, y, n, alpha),
+                     peer_name="MAPIE", peer_package="mapie", agree=_same_sets, bytes=moved,
+                     note=note),
+  ]
+
+
+def main(argv):
+  del argv
+  n, y_n, alpha = _N.value, _Y.value, _ALPHA.value
+  p, y = _problem(n, y_n)
+  rng = np.random.default_rng(1)  # the ROCP loss table
   pc, pt = jnp.asarray(p[:n].astype(np.float32)), jnp.asarray(p[n:].astype(np.float32))
   yc = jnp.asarray(y[:n])
   loss = jnp.asarray(rng.uniform(0, 10, size=(3, y_n)).astype(np.float32))

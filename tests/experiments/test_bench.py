@@ -1,0 +1,90 @@
+"""`make bench`'s harness: interleaved timing, agreement, the files, failing on disagreement.
+
+The benchmarks themselves run in `make bench`, not here (minutes, and the FNO
+row needs the `bench` extra); this checks the harness on stand-in workloads and
+that every registered paper exposes ``workloads``.
+"""
+
+import importlib
+import json
+
+import numpy as np
+import pytest
+
+from reprojax.experiments import bench
+from reprojax.experiments import registry
+
+
+@pytest.fixture
+def small_limits(monkeypatch):
+  real = bench.machine_limits
+  monkeypatch.setattr(bench, "machine_limits", lambda: real(n=128, mb=4, repeats=2))
+
+
+def _workloads(disagree):
+  x = np.arange(5.0)
+  return [
+      bench.Workload(paper="demo", name="sum", ours=lambda: x * 2,
+                     peer=lambda: x * 2 + (1.0 if disagree else 1e-9), peer_name="numpy",
+                     peer_package="numpy", agree=bench.max_abs_diff(1e-6), flops=10.0,
+                     repeats=2),
+      bench.Workload(paper="demo", name="other model", ours=lambda: 1, peer=lambda: 2,
+                     peer_name="a baseline", why_not_compared="different models", repeats=2),
+  ]
+
+
+@pytest.mark.parametrize("disagree", [False, True])
+def test_writes_both_files_and_fails_only_on_disagreement(tmp_path, monkeypatch, small_limits,
+                                                          disagree):
+  monkeypatch.setattr(bench, "BENCHED", ("demo",))
+  monkeypatch.setattr(bench, "paper_workloads", lambda slug, full: _workloads(disagree))
+  if disagree:
+    with pytest.raises(SystemExit, match="outputs disagree: demo / sum"):
+      bench.cli(["all"], False, str(tmp_path))
+  else:
+    bench.cli(["all"], False, str(tmp_path))
+  data = json.loads((tmp_path / "bench.json").read_text())
+  rows = {r["workload"]: r for r in data["rows"]}
+  assert rows["sum"]["agree"] is (not disagree) and rows["sum"]["peer_version"] == np.__version__
+  assert rows["sum"]["limit_s"] > 0 and rows["sum"]["ours_over_limit"] > 0
+  assert rows["other model"]["agreement"] == "not compared: different models"
+  assert data["limits"]["matmul_flops_per_s"] > 0 and data["limits"]["copy_bytes_per_s"] > 0
+  md = (tmp_path / "BENCH.md").read_text()
+  assert ("**DISAGREE**" in md) is disagree and "| demo | sum | numpy" in md
+
+
+def test_repeats_are_interleaved_after_one_warm_up_each():
+  calls = []
+  t = bench.time_interleaved(lambda: calls.append("o"), lambda: calls.append("p"), repeats=3)
+  assert "".join(calls) == "op" + "op" * 3
+  assert t["ours_min_s"] <= t["ours_s"] <= t["ours_max_s"]
+
+
+def test_a_workload_must_compare_or_say_why_not():
+  with pytest.raises(ValueError, match="why_not_compared"):
+    bench.Workload(paper="demo", name="x", ours=lambda: 0, peer=lambda: 0, peer_name="p")
+  with pytest.raises(ValueError, match="repeats"):
+    bench.Workload(paper="demo", name="x", ours=lambda: 0, peer=lambda: 0, peer_name="p",
+                   why_not_compared="-", repeats=0)
+
+
+def test_max_abs_diff():
+  ok, text = bench.max_abs_diff(1e-3)(np.zeros(3), np.full(3, 2e-3))
+  assert not ok and "2.00e-03 > 0.001" in text
+  ok, _ = bench.max_abs_diff(1e-3)([np.zeros(2)], [np.zeros(3)])
+  assert not ok
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_every_registered_paper_has_a_benchmark(slug):
+  assert slug in bench.BENCHED
+  mod = importlib.import_module(f"reprojax.experiments.{slug}.benchmark")
+  assert callable(mod.workloads)
+
+
+def test_bench_defines_no_flag_at_import():
+  """reproduce.py's --papers and --out live beside bench in one process (flags only in __main__)."""
+  importlib.import_module("reprojax.experiments.reproduce")
+  for slug in registry.PAPERS:
+    importlib.import_module(f"reprojax.experiments.{slug}.main")
+    importlib.import_module(f"reprojax.experiments.{slug}.benchmark")
