@@ -26,7 +26,7 @@ reproduce: $(STAMP)
 # Speed against each paper's peer: results/BENCH.md and results/bench.json (about 5 min).
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[test,bench]'
-	$(PY) -m reprojax.experiments.bench --papers=all --out=results
+	$(PY) -m reprojax.experiments.bench --papers=all --out=results --readmes=.
 
 clean:
 	rm -rf .work build *.egg-info

@@ -191,10 +191,15 @@ def _ms(s: float | None) -> str:
   return f"{1e3 * s:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
+def _cell(text: str) -> str:
+  """Text for a markdown table cell: a '|' (as in max |diff|) would end the cell."""
+  return text.replace("|", "\\|")
+
+
 def _verdict(r: dict[str, Any]) -> str:
   if r["agreement"].startswith("not compared"):
-    return r["agreement"]
-  return f"{'agree' if r['agree'] else '**DISAGREE**'}: {r['agreement']}"
+    return _cell(r["agreement"])
+  return f"{'agree' if r['agree'] else '**DISAGREE**'}: {_cell(r['agreement'])}"
 
 
 def _ratio(x: float | None) -> str:
@@ -221,7 +226,7 @@ def markdown(rows: Sequence[dict[str, Any]], limits: dict[str, float], meta: dic
   for r in rows:
     peer = r["peer"] + (f" {r['peer_version']}" if r["peer_version"] else "")
     lines.append(
-        f"| {r['paper']} | {r['workload']} | {peer} "
+        f"| {r['paper']} | {_cell(r['workload'])} | {peer} "
         f"| {_ms(r['ours_s'])} ({_ms(r['ours_min_s'])} - {_ms(r['ours_max_s'])}) "
         f"| {_ms(r['peer_s'])} ({_ms(r['peer_min_s'])} - {_ms(r['peer_max_s'])}) "
         f"| {r['ratio']:.2f}x | {_verdict(r)} "
@@ -232,6 +237,47 @@ def markdown(rows: Sequence[dict[str, Any]], limits: dict[str, float], meta: dic
     lines += ["", "Notes:", ""]
     lines += [f"- {r['paper']}, {r['workload']}: {r['note']}" for r in notes]
   return "\n".join(lines) + "\n"
+
+
+BENCH_BEGIN = "<!-- BENCH_BEGIN {slug}: generated from results/bench.json by make bench -->"
+BENCH_END = "<!-- BENCH_END -->"
+
+
+def paper_block(slug: str, data: dict[str, Any]) -> str:
+  """A paper README's speed table: its rows of ``bench.json`` (``data``), nothing typed by hand."""
+  rows = [r for r in data["rows"] if r["paper"] == slug]
+  meta, limits = data["meta"], data["limits"]
+  lines = [BENCH_BEGIN.format(slug=slug),
+           f"`make bench`{' --full' if meta['full'] else ''}, {meta['date']}, {meta['machine']}, "
+           f"jax {meta['jax']}: medians of interleaved repeats after a warm-up (range min - max); "
+           f"ratio = peer / ours; `ours / limit` against this machine's measured "
+           f"{limits['matmul_flops_per_s'] / 1e9:.0f} GFLOP/s and "
+           f"{limits['copy_bytes_per_s'] / 1e9:.1f} GB/s.",
+           "",
+           "| workload | peer | ours | peer's | ratio | outputs | ours / limit |",
+           "|---|---|---|---|---|---|---|"]
+  for r in rows:
+    peer = r["peer"] + (f" {r['peer_version']}" if r["peer_version"] else "")
+    lines.append(
+        f"| {_cell(r['workload'])} | {peer} | {_ms(r['ours_s'])} ({_ms(r['ours_min_s'])} - "
+        f"{_ms(r['ours_max_s'])}) | {_ms(r['peer_s'])} ({_ms(r['peer_min_s'])} - "
+        f"{_ms(r['peer_max_s'])}) | {r['ratio']:.2f}x | {_verdict(r)} "
+        f"| {_ratio(r['ours_over_limit'])} |")
+  lines.append(BENCH_END)
+  return "\n".join(lines)
+
+
+def update_paper_readmes(bench_json: str, root: str) -> list[str]:
+  """Rewrites each benched paper's README block from ``bench_json``; returns the READMEs written."""
+  with open(bench_json) as f:
+    data = json.load(f)
+  written = []
+  for slug in sorted({r["paper"] for r in data["rows"]}):
+    path = os.path.join(root, "experiments", slug, "README.md")
+    if os.path.isfile(path) and results_lib._replace_between(  # pylint: disable=protected-access
+        path, BENCH_BEGIN.format(slug=slug), BENCH_END, paper_block(slug, data)):
+      written.append(path)
+  return written
 
 
 def paper_workloads(slug: str, full: bool) -> list[Workload]:
@@ -268,9 +314,16 @@ def run(papers: Sequence[str], full: bool, out: str) -> list[dict[str, Any]]:
   return rows
 
 
-def cli(papers: Sequence[str], full: bool, out: str) -> None:
-  """Benches ``papers`` (``["all"]``: every registered one); exits non-zero on a disagreement."""
+def cli(papers: Sequence[str], full: bool, out: str, readmes: str = "") -> None:
+  """Benches ``papers`` (``["all"]``: every registered one); exits non-zero on a disagreement.
+
+  ``readmes``: a repository root whose ``experiments/<slug>/README.md`` speed blocks are
+  rewritten from the new ``bench.json`` ("" leaves them alone).
+  """
   rows = run(BENCHED if list(papers) == ["all"] else tuple(papers), full, out)
+  if readmes:
+    for path in update_paper_readmes(os.path.join(out, "bench.json"), readmes):
+      logging.info("rewrote the speed table of %s", path)
   bad = [f"{r['paper']} / {r['workload']}: {r['agreement']}" for r in rows if not r["agree"]]
   if bad:
     sys.exit("error: outputs disagree: " + "; ".join(bad))
@@ -281,4 +334,6 @@ if __name__ == "__main__":
   _PAPERS = flags.DEFINE_list("papers", ["all"], "slugs to bench, or 'all'")
   _FULL = flags.DEFINE_bool("full", False, "the READMEs' larger sizes (longer)")
   _OUT = flags.DEFINE_string("out", "results", "folder for bench.json and BENCH.md")
-  app.run(lambda argv: cli(_PAPERS.value, _FULL.value, _OUT.value))
+  _READMES = flags.DEFINE_string("readmes", "", "repository root: rewrite each paper README's "
+                                 "speed table from the new bench.json ('' leaves them alone)")
+  app.run(lambda argv: cli(_PAPERS.value, _FULL.value, _OUT.value, _READMES.value))

@@ -86,3 +86,16 @@ def test_a_planted_stale_number_is_caught():
   assert planted != text and paper_readme_problems(planted, path)
   counts = re.sub(r"(`alft` \|[^\n]*?paper claims: )(\d+)", lambda m: m[1] + "9", readme)
   assert any("alft: Papers table" in p for p in readme_problems(counts, RESULTS))
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_paper_readme_speed_table_is_generated_from_bench_json(slug):
+  """Each paper README quotes its speed only from results/bench.json (`make bench --readmes=.`)."""
+  from reprojax.experiments import bench  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(RESULTS, "bench.json")) as f:
+    data = json.load(f)
+  assert any(r["paper"] == slug for r in data["rows"]), f"results/bench.json has no {slug} row"
+  got = _between(_read("experiments", slug, "README.md"), bench.BENCH_BEGIN.format(slug=slug),
+                 bench.BENCH_END)
+  assert got == bench.paper_block(slug, data), (
+      f"experiments/{slug}/README.md's speed table differs from results/bench.json (make bench)")

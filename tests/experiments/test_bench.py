@@ -88,3 +88,20 @@ def test_bench_defines_no_flag_at_import():
   for slug in registry.PAPERS:
     importlib.import_module(f"reprojax.experiments.{slug}.main")
     importlib.import_module(f"reprojax.experiments.{slug}.benchmark")
+
+
+def test_paper_readme_blocks_are_rewritten_from_bench_json(tmp_path, small_limits):
+  out = tmp_path / "results"
+  rows = [bench.measure(w, bench.machine_limits()) for w in _workloads(False)]
+  (out).mkdir()
+  (out / "bench.json").write_text(json.dumps(dict(
+      meta=dict(full=False, machine="test", jax="x", date="today", wall_s=1.0),
+      limits=dict(matmul_flops_per_s=1e9, copy_bytes_per_s=1e9), rows=rows)))
+  readme = tmp_path / "experiments" / "demo" / "README.md"
+  readme.parent.mkdir(parents=True)
+  readme.write_text("intro\n" + bench.BENCH_BEGIN.format(slug="demo") + "\nstale 99x\n"
+                    + bench.BENCH_END + "\noutro\n")
+  assert bench.update_paper_readmes(str(out / "bench.json"), str(tmp_path)) == [str(readme)]
+  text = readme.read_text()
+  assert "stale 99x" not in text and "| sum | numpy" in text and "max \\|diff\\|" in text
+  assert text.startswith("intro\n") and text.endswith("\noutro\n")
