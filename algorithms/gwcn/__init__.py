@@ -5,7 +5,8 @@ Public API (``from reprojax.algorithms import gwcn``):
 * shifts: :func:`gwcn_shift` / :func:`gwcn_shift_dense` (stretched ``A / (n rho)``),
   :func:`normalized_shift` / :func:`normalized_shift_dense` (``D~^-1/2 (A+I) D~^-1/2``),
   :func:`propagate` (``edge_chunk`` for large graphs), :func:`sort_edges`,
-  :func:`pad_edges`, :func:`edges_from_adjacency`, :func:`adjacency_from_edges`,
+  :func:`pad_edges`, :func:`to_csr` (the fast path for many features),
+  :func:`edges_from_adjacency`, :func:`adjacency_from_edges`,
   :func:`edge_density`, :func:`operator_norm`, validation helpers;
 * sampling: :func:`sparsity` (schedules), :func:`sample_adjacency`,
   :func:`stretched_sample`, :func:`degree_order`, :func:`bfs_order`,
@@ -37,6 +38,7 @@ from reprojax.algorithms.gwcn._operators import validate_edges
 from reprojax.algorithms.gwcn._propagate import propagate
 from reprojax.algorithms.gwcn._propagate import Shift
 from reprojax.algorithms.gwcn._propagate import SparseOperator
+from reprojax.algorithms.gwcn._propagate import to_csr
 from reprojax.algorithms.gwcn._sampling import SCHEDULES
 from reprojax.algorithms.gwcn._sampling import bfs_order
 from reprojax.algorithms.gwcn._sampling import degree_order
@@ -62,7 +64,7 @@ __all__ = [
     "edge_density_dense", "edges_from_adjacency", "fit_density_curves", "fit_power_law",
     "gwcn_shift", "gwcn_shift_dense", "induced_subgraph", "limit_shift", "normalized_shift",
     "normalized_shift_dense", "operator_norm", "pad_edges", "propagate", "random_order", "rms",
-    "sample_adjacency", "size_term", "sort_edges", "sparsity", "stretched_sample",
+    "sample_adjacency", "size_term", "sort_edges", "sparsity", "stretched_sample", "to_csr",
     "transfer_bound", "transfer_error", "validate_adjacency", "validate_edges",
 ]
 

@@ -37,6 +37,7 @@ from reprojax.algorithms.gwcn import size_term
 from reprojax.algorithms.gwcn import sort_edges
 from reprojax.algorithms.gwcn import sparsity
 from reprojax.algorithms.gwcn import stretched_sample
+from reprojax.algorithms.gwcn import to_csr
 from reprojax.algorithms.gwcn import transfer_bound
 from reprojax.algorithms.gwcn import transfer_error
 from reprojax.algorithms.gwcn import validate_adjacency
@@ -153,6 +154,11 @@ EXAMPLES = (
             _edges_and_signal, bad_args=(*_ring_np()[1], np.ones(_N, np.float32))),
     Example("propagate_chunked", lambda s, r, w, x: propagate(SparseOperator(s, r, w), x, 8),
             _edges_and_signal, bad_args=(*_ring_np()[1], np.ones(_N, np.float32))),
+    Example("propagate_csr", lambda csr, x: propagate(csr, x),
+            lambda k: (to_csr(SparseOperator(*_example_edges(k)), _N), _edges_and_signal(k)[3]),
+            vmappable=False),  # built on the host from the edge values; bad input: test_gwcn
+    Example("to_csr", lambda s, r, w: to_csr(SparseOperator(s, r, w), _N), _example_edges,
+            bad_args=_mismatched_edges(), jittable=False, vmappable=False),
     Example("propagate_dense", propagate,
             lambda k: (_example_adjacency(k), _uniform_NxN(k)[:, :3]),
             bad_args=(_ring_np()[0], np.ones(_N, np.float32))),

@@ -267,3 +267,36 @@ def test_bad_dense_and_other_inputs_raise():
     gwcn_data.load_pygsp_graph("minnesota", manual_dir="/nonexistent")
   with pytest.raises(ValueError, match="dense shift"):
     gcn.GCN((2,)).init(jax.random.key(0), jnp.ones((3, 2)), jnp.ones((4, 4)))
+
+
+@pytest.mark.parametrize("features", [1, 8, 33])
+def test_csr_path_equals_scipy_with_padding_and_repeated_edges(features):
+  """propagate over to_csr's BCSR (jaxlib's CSR kernel) equals scipy's CSR product."""
+  rng = np.random.default_rng(features)
+  n, e = 50, 300
+  s = rng.integers(0, n, e).astype(np.int32)
+  r = rng.integers(0, n, e).astype(np.int32)  # repeated (r, s) pairs included
+  w = rng.normal(size=e).astype(np.float32)
+  s, r, w = gwcn.pad_edges(jnp.asarray(s), jnp.asarray(r), jnp.asarray(w), 64)  # weight-0 pads
+  x = rng.normal(size=(n, features)).astype(np.float32)
+  want = scipy.sparse.csr_matrix((np.asarray(w), (np.asarray(r), np.asarray(s))),
+                                 shape=(n, n)) @ x
+  csr = gwcn.to_csr(gwcn.SparseOperator(s, r, w), n)
+  got = jax.jit(gwcn.propagate)(csr, jnp.asarray(x))
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+  edges = gwcn.propagate(gwcn.SparseOperator(s, r, w), jnp.asarray(x))
+  np.testing.assert_allclose(np.asarray(got), np.asarray(edges), rtol=1e-5, atol=1e-5)
+
+
+def test_csr_bad_input():
+  op = gwcn.SparseOperator(jnp.array([0, 1], jnp.int32), jnp.array([1, 5], jnp.int32),
+                           jnp.ones(2))
+  with pytest.raises(ValueError, match=r"endpoints must lie in \[0, 4\)"):
+    gwcn.to_csr(op, 4)
+  csr = gwcn.to_csr(op, 6)
+  with pytest.raises(ValueError, match="cannot apply to 5 nodes"):
+    gwcn.propagate(csr, jnp.ones((5, 2)))
+  with pytest.raises(ValueError, match="edge_chunk"):
+    gwcn.propagate(csr, jnp.ones((6, 2)), 2)
+  with pytest.raises(ValueError, match="outside jit"):
+    jax.jit(lambda w: gwcn.to_csr(op._replace(weights_E=w), 6))(jnp.ones(2))
