@@ -130,11 +130,16 @@ class SpectralConv(nn.Module):
     n_l, m_l = spatial[-1], self.modes[-1]
     c_l, s_l = (jnp.asarray(a, dt) for a in _dft_matrices(n_l, _kept_frequencies(n_l, m_l, False)))
     if d == 1:
-      re = jnp.einsum("bsi,sk->bki", x, c_l)
-      im = jnp.einsum("bsi,sk->bki", x, s_l)
+      # One pass over x for both parts: [cos | -sin] stacked, (N, 2m).
       (w_re, w_im), = ws
-      o_re = jnp.einsum("bki,kio->bko", re, w_re) - jnp.einsum("bki,kio->bko", im, w_im)
-      o_im = jnp.einsum("bki,kio->bko", re, w_im) + jnp.einsum("bki,kio->bko", im, w_re)
+      m = m_l
+      z = jnp.einsum("bsi,sk->bki", x, jnp.concatenate([c_l, s_l], axis=1))  # (B, 2m, C)
+      re, im = z[:, :m], z[:, m:]
+      # Complex mixing as one real product per mode: [re, im] @ [[w_re, w_im], [-w_im, w_re]].
+      w_blk = jnp.concatenate([jnp.concatenate([w_re, w_im], axis=2),
+                               jnp.concatenate([-w_im, w_re], axis=2)], axis=1)  # (m, 2C, 2C_out)
+      o = jnp.einsum("bki,kio->bko", jnp.concatenate([re, im], axis=2), w_blk)
+      o_re, o_im = o[..., :self.features], o[..., self.features:]
     else:
       re = jnp.einsum("btsi,sk->btki", x, c_l)
       im = jnp.einsum("btsi,sk->btki", x, s_l)
@@ -155,8 +160,9 @@ class SpectralConv(nn.Module):
     wk = np.where(np.arange(m_l) == 0, 1.0, 2.0)[:, None] / n_l
     ci = jnp.asarray(wk * _dft_matrices(n_l, np.arange(m_l))[0].T, dt)  # (m, N)
     si = jnp.asarray(wk * _dft_matrices(n_l, np.arange(m_l))[1].T, dt)  # -sin
-    if d == 1:
-      return jnp.einsum("bko,ks->bso", o_re, ci) + jnp.einsum("bko,ks->bso", o_im, si)
+    if d == 1:  # one product for both parts: [o_re | o_im] against [ci; si]
+      return jnp.einsum("bko,ks->bso", jnp.concatenate([o_re, o_im], axis=1),
+                        jnp.concatenate([ci, si], axis=0))
     return jnp.einsum("btko,ks->btso", o_re, ci) + jnp.einsum("btko,ks->btso", o_im, si)
 
 
