@@ -48,7 +48,10 @@ def test_jit_once_finite_and_vmap_equals_loop(ex):
   One test per example, so the loop reuses the program the first check compiled
   (under pytest-xdist, two tests of one example may land in different processes).
   """
-  f = jax.jit(ex.fn)
+  def fresh(*args):  # its own jit cache: another test's jax.jit(ex.fn) shares ex.fn's
+    return ex.fn(*args)
+
+  f = jax.jit(fresh)
   out1 = f(*ex.make_args(jax.random.key(0)))
   out2 = f(*ex.make_args(jax.random.key(1)))
   assert f._cache_size() == 1, "second call with new values recompiled"
