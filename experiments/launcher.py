@@ -41,6 +41,7 @@ import jax
 import ml_collections
 from ml_collections import config_flags
 
+from reprojax.experiments import config_check
 from reprojax.experiments import results as results_lib
 
 RunFn = Callable[[ml_collections.ConfigDict, str], Mapping[str, float]]
@@ -95,7 +96,10 @@ def execute(run: RunFn, claims: ClaimsFn, *, paper: str, config: ml_collections.
   The claims are computed from the metrics as ``results.json`` records them
   (:func:`reprojax.experiments.results.metric_values`), so recomputing them from
   the file gives the same verdicts. Usable without flags, from a notebook or a test.
+  The config is checked first (:mod:`reprojax.experiments.config_check`): a bad field
+  is one ``ValueError`` naming it, before any computation.
   """
+  config_check.validate(config, config_check.paper_ranges(paper))  # before any work
   os.makedirs(workdir, exist_ok=True)
   results_path = os.path.join(workdir, "results.json")
   if jax.process_index() == 0 and os.path.exists(results_path):

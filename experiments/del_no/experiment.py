@@ -50,6 +50,10 @@ from reprojax.models import fno
 from reprojax.models import unet_operator
 
 
+# Open intervals of config fields beyond the naming rules (experiments/config_check.py).
+CONFIG_RANGES = {"sweep_p_value": (0.0, 1.0)}
+
+
 def make_backbone(name: str, bc: ml_collections.ConfigDict, dims: int = 1,
                   periodic: bool = True) -> nn.Module:
   """One backbone for 1-D (periodic) or 2-D grids; 2-D non-periodic grids (Darcy) pad the FNO."""

@@ -40,6 +40,10 @@ TASKS = ("medical", "hazard")
 LOSSES = ("mild", "severe")
 
 
+# Open intervals of config fields beyond the naming rules (experiments/config_check.py).
+CONFIG_RANGES = {"alphas": (0.0, 1.0), "report_alpha": (0.0, 1.0)}
+
+
 def all_methods(path: rocp.CoveragePath, opath: rocp.CoveragePath, pc: jax.Array, yc: jax.Array,
                 pt: jax.Array, loss: jax.Array, alpha: jax.Array) -> tuple[jax.Array, jax.Array]:
   """Sets and actions of every method of :data:`METHODS` for one split and one alpha.

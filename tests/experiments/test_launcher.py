@@ -137,7 +137,7 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path, env_for, straight):
 
 @pytest.mark.parametrize("override,expect", [
     ("--config.runs.burgers.epoch=3", "did you mean 'runs.burgers.epochs'"),
-    ("--config.runs.burgers.batch_size=0", "batch_size must be >= 1"),
+    ("--config.runs.burgers.batch_size=0", "config.runs.burgers.batch_size must be an integer >= 1"),
     ("--config.generate_data=False", "generate"),
     ("--config.runs.burgers.learning_rate=1e30", "non-finite loss"),
 ])
