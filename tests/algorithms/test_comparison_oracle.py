@@ -212,8 +212,10 @@ def _sealed_runs(group):
   keys = jax.random.split(jax.random.key(0), len(idx))
   if group == "3d":  # cheap runs: vmapped, lowest optimisation level
     x, counts = _jit(jax.vmap(one))(idx, x0, keys)
-  else:  # the MLP's runs are not cheap: optimised code, one start at a time
-    fn = jax.jit(one)
+  else:  # the MLP's runs are not cheap: optimised code (whatever tests/conftest.py sets),
+    # one start at a time
+    fn = jax.jit(one, compiler_options={"xla_backend_optimization_level": 3,
+                                        "xla_llvm_disable_expensive_passes": False})
     x, counts = zip(*[fn(i, x, k) for i, x, k in zip(idx, x0, keys)])
   return [probs[i][0] for i in np.asarray(idx)], np.asarray(x), np.asarray(counts)
 
