@@ -37,8 +37,18 @@ from reprojax.experiments.results import Claim
 
 
 # Open intervals of config fields beyond the naming rules (experiments/config_check.py):
-# a flip probability of 1/2 or more leaves the majority vote no signal.
-CONFIG_RANGES = {"noise_p": (0.0, 0.5)}
+# a flip probability of 1/2 or more leaves the majority vote no signal; targets, radii,
+# Lipschitz constants, accuracies and caps are positive.
+_POSITIVE = (0.0, float("inf"))
+CONFIG_RANGES = {
+    "noise_p": (0.0, 0.5), "delta_q": (0.0, 1.0),
+    **{name: _POSITIVE for name in (
+        "eps_n", "eps_grid", "start_radius", "rho", "ell", "gamma", "hess_deltas", "cma_eps",
+        "hard_gap", "hard_start", "slope_tol", "max_steps_ours", "max_steps_baseline",
+        "hard_max_steps_ours", "hard_max_steps_baseline", "cma_max_evals", "n_eps", "hard_n",
+        "n_grid", "n_grid_quantum", "hess_n_grid", "hess_bits", "hard_links", "hard_seeds",
+        "cma_seeds", "cma_n")},
+}
 
 
 def problem(n: int, config, seed: int):

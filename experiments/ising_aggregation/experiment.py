@@ -51,6 +51,17 @@ PAPER_TABLE = {  # the paper's real-data accuracies (class-dep / class-indep / C
 PUBLISHED_CROWD = {"mv": 0.897, "ds": 0.940}  # Zheng et al. (2017) on jn_product
 
 
+# Open intervals of config fields beyond the naming rules (experiments/config_check.py):
+# shares of a panel in (0, 1); sizes, iteration caps and ridges positive.
+_POSITIVE = (0.0, float("inf"))
+CONFIG_RANGES = {
+    "clique_frac": (0.0, 1.0), "bloc_frac": (0.0, 1.0),
+    **{name: _POSITIVE for name in ("synth_ks", "synth_items", "synth_item_grid", "bloc_ks",
+                                    "semi_ks", "semi_train_size", "max_iters", "cw_ks",
+                                    "crowd_lf_nodes", "l2", "l2_field")},
+}
+
+
 def _scores(p, y):
   return jnp.stack([ia.accuracy(p, y), ia.log_loss(p, y), ia.expected_calibration_error(p, y)])
 

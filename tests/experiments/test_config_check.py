@@ -5,6 +5,7 @@ value in a paper's quick config, fails with a ``ValueError`` naming that field; 
 launches a new user tried end in one ``error:`` line and exit 1, before any computation.
 """
 
+import math
 import os
 import subprocess
 import sys
@@ -31,7 +32,13 @@ def _bad_values(path, leaf, value, ranges):
   short = path[len("config."):]
   if short in ranges or leaf in ranges:
     lo, hi = ranges.get(short, ranges.get(leaf))
-    return [hi + 0.5, lo - 0.5] if not isinstance(value, tuple) else [(*value[:-1], hi + 0.5)]
+    sample = value[-1] if isinstance(value, tuple) and value else value
+    outside = [math.floor(lo) - 1 if isinstance(sample, int) else lo - 0.5]
+    if math.isfinite(hi):
+      outside.append(math.floor(hi) + 1 if isinstance(sample, int) else hi + 0.5)
+    if isinstance(value, tuple):
+      return [(*value[:-1], x) for x in outside] if value else []
+    return outside
   if config_check.COUNT.match(leaf):
     return [0, -3] if not isinstance(value, tuple) else [(*value[:-1], 0)]
   if config_check.LEARNING_RATE.match(leaf):
