@@ -168,12 +168,11 @@ def measure(w: Workload, limits: dict[str, float]) -> dict[str, Any]:
   load0 = os.getloadavg()[0]
   t = time_interleaved(w.ours, w.peer, w.repeats)
   load1 = os.getloadavg()[0]
+  out_ours, out_peer = t.pop("out_ours"), t.pop("out_peer")
   if w.agree is None:
     ok, agreement = True, f"not compared: {w.why_not_compared}"
   else:
-    ok, agreement = w.agree(t.pop("out_ours"), t.pop("out_peer"))
-  t.pop("out_ours", None)
-  t.pop("out_peer", None)
+    ok, agreement = w.agree(out_ours, out_peer)
   limit = [v for v in (None if w.flops is None else w.flops / limits["matmul_flops_per_s"],
                        None if w.bytes is None else w.bytes / limits["copy_bytes_per_s"])
            if v is not None]
@@ -206,6 +205,15 @@ def _ratio(x: float | None) -> str:
   return "-" if x is None else f"{x:.1f}"
 
 
+def _row_cells(r: dict[str, Any]) -> str:
+  """The cells both tables share: workload, peer, ours, peer's, ratio, outputs, ours / limit."""
+  peer = r["peer"] + (f" {r['peer_version']}" if r["peer_version"] else "")
+  return (f"{_cell(r['workload'])} | {peer} "
+          f"| {_ms(r['ours_s'])} ({_ms(r['ours_min_s'])} - {_ms(r['ours_max_s'])}) "
+          f"| {_ms(r['peer_s'])} ({_ms(r['peer_min_s'])} - {_ms(r['peer_max_s'])}) "
+          f"| {r['ratio']:.2f}x | {_verdict(r)} | {_ratio(r['ours_over_limit'])}")
+
+
 def markdown(rows: Sequence[dict[str, Any]], limits: dict[str, float], meta: dict[str, Any]) -> str:
   lines = [
       "# Speed against the peers (`make bench`)",
@@ -224,14 +232,8 @@ def markdown(rows: Sequence[dict[str, Any]], limits: dict[str, float], meta: dic
       "|---|---|---|---|---|---|---|---|---|",
   ]
   for r in rows:
-    peer = r["peer"] + (f" {r['peer_version']}" if r["peer_version"] else "")
-    lines.append(
-        f"| {r['paper']} | {_cell(r['workload'])} | {peer} "
-        f"| {_ms(r['ours_s'])} ({_ms(r['ours_min_s'])} - {_ms(r['ours_max_s'])}) "
-        f"| {_ms(r['peer_s'])} ({_ms(r['peer_min_s'])} - {_ms(r['peer_max_s'])}) "
-        f"| {r['ratio']:.2f}x | {_verdict(r)} "
-        f"| {_ratio(r['ours_over_limit'])} "
-        f"| {r['load_before']:.1f} / {r['load_after']:.1f} |")
+    lines.append(f"| {r['paper']} | {_row_cells(r)} "
+                 f"| {r['load_before']:.1f} / {r['load_after']:.1f} |")
   notes = [r for r in rows if r["note"]]
   if notes:
     lines += ["", "Notes:", ""]
@@ -256,13 +258,7 @@ def paper_block(slug: str, data: dict[str, Any]) -> str:
            "",
            "| workload | peer | ours | peer's | ratio | outputs | ours / limit |",
            "|---|---|---|---|---|---|---|"]
-  for r in rows:
-    peer = r["peer"] + (f" {r['peer_version']}" if r["peer_version"] else "")
-    lines.append(
-        f"| {_cell(r['workload'])} | {peer} | {_ms(r['ours_s'])} ({_ms(r['ours_min_s'])} - "
-        f"{_ms(r['ours_max_s'])}) | {_ms(r['peer_s'])} ({_ms(r['peer_min_s'])} - "
-        f"{_ms(r['peer_max_s'])}) | {r['ratio']:.2f}x | {_verdict(r)} "
-        f"| {_ratio(r['ours_over_limit'])} |")
+  lines += [f"| {_row_cells(r)} |" for r in rows]
   lines.append(BENCH_END)
   return "\n".join(lines)
 
@@ -274,7 +270,7 @@ def update_paper_readmes(bench_json: str, root: str) -> list[str]:
   written = []
   for slug in sorted({r["paper"] for r in data["rows"]}):
     path = os.path.join(root, "experiments", slug, "README.md")
-    if os.path.isfile(path) and results_lib._replace_between(  # pylint: disable=protected-access
+    if os.path.isfile(path) and results_lib.replace_between(
         path, BENCH_BEGIN.format(slug=slug), BENCH_END, paper_block(slug, data)):
       written.append(path)
   return written

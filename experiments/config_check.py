@@ -62,9 +62,12 @@ def _leaves(node: ml_collections.ConfigDict, path: str = "config"):
 
 def paper_ranges(paper: str) -> dict[str, tuple[float, float]]:
   """The open intervals ``experiments/<paper>/experiment.py`` declares (``CONFIG_RANGES``)."""
+  name = f"reprojax.experiments.{paper}.experiment"
   try:
-    mod = importlib.import_module(f"reprojax.experiments.{paper}.experiment")
-  except ModuleNotFoundError:
+    mod = importlib.import_module(name)
+  except ModuleNotFoundError as e:
+    if e.name is None or not name.startswith(e.name):
+      raise  # a missing dependency inside the experiment, not a missing experiment
     return {}
   return dict(getattr(mod, "CONFIG_RANGES", {}))
 

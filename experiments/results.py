@@ -236,7 +236,8 @@ def paper_block(results: Mapping[str, Any]) -> str:
   return "\n".join(lines)
 
 
-def _replace_between(path: str, begin: str, end: str, block: str) -> bool:
+def replace_between(path: str, begin: str, end: str, block: str) -> bool:
+  """Replaces the text between the marker lines ``begin`` and ``end`` of ``path``; False if absent."""
   with open(path) as f:
     text = f.read()
   if begin not in text or end not in text:
@@ -250,12 +251,12 @@ def _replace_between(path: str, begin: str, end: str, block: str) -> bool:
 def update_readme(readme: str, results_dir: str,
                   failures: Mapping[str, str] | None = None) -> bool:
   """Replaces the README's results section (between the markers); False if it has none."""
-  return _replace_between(readme, README_BEGIN, README_END, readme_block(results_dir, failures))
+  return replace_between(readme, README_BEGIN, README_END, readme_block(results_dir, failures))
 
 
 def update_paper_readme(readme: str, results_path: str) -> bool:
   """Replaces a paper README's claims table from ``results_path``; False if it has none."""
   with open(results_path) as f:
     res = json.load(f)
-  return _replace_between(readme, PAPER_BEGIN.format(slug=res["paper"]), PAPER_END,
+  return replace_between(readme, PAPER_BEGIN.format(slug=res["paper"]), PAPER_END,
                           paper_block(res))

@@ -14,6 +14,8 @@ from jax.experimental import sparse as jsparse
 import jax.numpy as jnp
 import numpy as np
 
+from reprojax.algorithms import _common
+
 
 class SparseOperator(NamedTuple):
   """A graph shift as a padded weighted edge list; padding edges have weight 0."""
@@ -46,7 +48,7 @@ def to_csr(shift: SparseOperator, num_nodes: int) -> jsparse.BCSR:
   """
   if not isinstance(shift, SparseOperator):
     raise ValueError(f"shift must be a SparseOperator, got {type(shift).__name__}")
-  if isinstance(shift.weights_E, jax.core.Tracer):
+  if not all(_common.is_concrete(a) for a in shift):
     raise ValueError("to_csr needs the edge list's values: call it outside jit/vmap")
   if int(num_nodes) < 1:
     raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")

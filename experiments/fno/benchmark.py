@@ -41,10 +41,9 @@ def _flops(s: int) -> float:
   return 3.0 * BATCH * per_sample
 
 
-def _ours(s: int, x: np.ndarray, y: np.ndarray, method: str = "dft"):
+def _ours(x: np.ndarray, y: np.ndarray):
   """Our training step from seed-0 parameters: a call returning (loss, params, opt state)."""
-  model = fno.FNO(modes=(MODES,), width=WIDTH, depth=DEPTH, projection=PROJECTION,
-                  spectral_method=method)
+  model = fno.FNO(modes=(MODES,), width=WIDTH, depth=DEPTH, projection=PROJECTION)
   params = model.init(jax.random.key(0), jnp.asarray(x[:1]))
   opt = optax.adam(1e-3)
   state = opt.init(params)
@@ -138,7 +137,7 @@ def workloads(full: bool) -> list[bench.Workload]:
     rng = np.random.default_rng(s)
     x = rng.normal(size=(BATCH, s)).astype(np.float32)
     y = np.roll(x, 3, axis=1).astype(np.float32)
-    ours, params = _ours(s, x, y)
+    ours, params = _ours(x, y)
     theirs, n_theirs = _theirs(s, x, y, params)
     n_ours = sum(int(np.prod(a.shape)) for a in jax.tree.leaves(params))
     rows.append(bench.Workload(

@@ -17,7 +17,6 @@ against scipy. Writes a markdown table to stdout (copied into README.md).
 
 from __future__ import annotations
 
-import time
 
 from absl import app
 from absl import flags
@@ -28,22 +27,13 @@ import scipy.sparse
 
 from reprojax.algorithms import gwcn
 from reprojax.experiments import bench
+from reprojax.experiments import common
 
 _NODES = flags.DEFINE_integer("nodes", 200_000, "Number of nodes.")
 _EDGES = flags.DEFINE_integer("edges", 1_000_000, "Number of undirected edges (>= 1e6).")
 _FEATURES = flags.DEFINE_multi_integer("features", [1, 32], "Feature widths F to time.")
 _CHUNK = flags.DEFINE_integer("chunk", 1 << 15, "Edges per chunk of the chunked path.")
 _REPS = flags.DEFINE_integer("reps", 7, "Timed calls per method.")
-
-
-def _median_time(fn, reps):
-  fn()  # compile / warm up
-  ts = []
-  for _ in range(reps):
-    t = time.perf_counter()
-    fn()
-    ts.append(time.perf_counter() - t)
-  return float(np.median(ts))
 
 
 def _random_simple_graph(rng, n, e):
@@ -120,9 +110,9 @@ def main(argv):
     want = csr @ x
     for fn, o in ((plain, op), (chunked, op_chunked)):
       np.testing.assert_allclose(np.asarray(fn(o, xj)), want, rtol=1e-4, atol=1e-5)
-    t_sp = _median_time(lambda: csr @ x, _REPS.value)
-    t_plain = _median_time(lambda: plain(op, xj).block_until_ready(), _REPS.value)
-    t_ch = _median_time(lambda: chunked(op_chunked, xj).block_until_ready(), _REPS.value)
+    t_sp = common.median_seconds(lambda: csr @ x, _REPS.value)
+    t_plain = common.median_seconds(lambda: plain(op, xj), _REPS.value)
+    t_ch = common.median_seconds(lambda: chunked(op_chunked, xj), _REPS.value)
     print(f"| {f} | {t_sp:.4f} | {t_plain:.4f} | {t_ch:.4f} | {t_ch / t_sp:.2f}x |", flush=True)
 
 

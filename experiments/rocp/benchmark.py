@@ -22,6 +22,7 @@ import numpy as np
 
 from reprojax.algorithms import rocp
 from reprojax.experiments import bench
+from reprojax.experiments import common
 from reprojax.experiments.rocp.peers import mapie_split_conformal
 
 _N = flags.DEFINE_integer("n", 100_000, "calibration points (and as many test points)")
@@ -29,17 +30,6 @@ _Y = flags.DEFINE_integer("num_labels", 10, "number of labels")
 _REPEATS = flags.DEFINE_integer("repeats", 5, "timed repetitions (median reported)")
 _ALPHA = flags.DEFINE_float("alpha", 0.1, "miscoverage level")
 _ROCP = flags.DEFINE_bool("rocp", True, "also time ROCP (Algorithm 1 and global beta)")
-
-
-def _median_time(fn, repeats):
-  times = []
-  out = None
-  for _ in range(repeats):
-    t0 = time.perf_counter()
-    out = fn()
-    jax.block_until_ready(out)
-    times.append(time.perf_counter() - t0)
-  return float(np.median(times)), out
 
 
 def _problem(n, y_n, seed=0):
@@ -106,8 +96,9 @@ def main(argv):
     t0 = time.perf_counter()
     jax.block_until_ready(ours())
     compile_s = time.perf_counter() - t0
-    t_ours, s_ours = _median_time(ours, _REPEATS.value)
-    t_mapie, s_mapie = _median_time(theirs, max(1, _REPEATS.value // 2))
+    t_ours = common.median_seconds(ours, _REPEATS.value, warmup=0)  # compiled just above
+    t_mapie = common.median_seconds(theirs, max(1, _REPEATS.value // 2), warmup=0)
+    s_ours, s_mapie = ours(), theirs()
     mismatch = int((np.asarray(s_ours) != s_mapie).sum())
     rows.append((name, t_ours, t_mapie, t_mapie / t_ours, compile_s, mismatch))
   for variant in ("global", "full") if _ROCP.value else ():
@@ -116,7 +107,7 @@ def main(argv):
     t0 = time.perf_counter()
     jax.block_until_ready(run())
     compile_s = time.perf_counter() - t0
-    t_ours, _ = _median_time(run, _REPEATS.value)
+    t_ours = common.median_seconds(run, _REPEATS.value, warmup=0)
     rows.append((f"rocp_{variant}", t_ours, float("nan"), float("nan"), compile_s, 0))
   print("| method | ours (s) | MAPIE (s) | speed-up | our compile (s) | set mismatches |")
   print("|---|---|---|---|---|---|")

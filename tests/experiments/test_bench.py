@@ -77,7 +77,6 @@ def test_max_abs_diff():
 
 @pytest.mark.parametrize("slug", registry.PAPERS)
 def test_every_registered_paper_has_a_benchmark(slug):
-  assert slug in bench.BENCHED
   mod = importlib.import_module(f"reprojax.experiments.{slug}.benchmark")
   assert callable(mod.workloads)
 
