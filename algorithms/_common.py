@@ -15,9 +15,13 @@ raises ``ValueError``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+import functools
+import inspect
+import re
+from typing import Any, Callable, Mapping, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -30,6 +34,17 @@ class Example(NamedTuple):
   bad_args: tuple | None = None  # positional args for which fn must raise ValueError
   vmappable: bool = True  # vmapping fn over a batch of make_args equals a Python loop
   jittable: bool = True  # False for host-side helpers (numpy, Python control flow on values)
+  # What tests/test_fuzz.py may assume when it spoils the arguments (issue 34):
+  # documented ranges, {flat argument leaf index: (lo, hi)} (None for an open side),
+  # probed just outside; and axis sizes that are free (an axis of one of these
+  # sizes may grow in one argument alone). By default an axis that grows in one
+  # argument while another argument has an axis of its old size must be refused.
+  ranges: Mapping[int, tuple[float | None, float | None]] = {}
+  free_sizes: tuple[int, ...] = ()
+  # True when an output's length is computed from the inputs' sizes (a path over
+  # every level, say) rather than copied from one input axis: the fuzzer then
+  # checks only the outputs' ranks after a change of size.
+  derived_sizes: bool = False
 
 
 def is_concrete(x: Any) -> bool:
@@ -63,3 +78,108 @@ def check_in_range(name: str, x: Any, lo: float | None = None, hi: float | None 
     raise ValueError(f"{name} must be {'>' if lo_open else '>='} {lo}, got min {arr.min()}")
   if hi is not None and (np.any(arr >= hi) if hi_open else np.any(arr > hi)):
     raise ValueError(f"{name} must be {'<' if hi_open else '<='} {hi}, got max {arr.max()}")
+
+
+# ------------------------------------------------ argument specs from the names
+
+_SUFFIX = re.compile(r"_((?:[A-Z]|\d+)(?:x(?:[A-Z]|\d+))*)$")
+_KINDS = {"float": "biuf", "int": "iu", "bool": "b", "index": "biu", "number": "biuf"}
+
+
+def axes_of(name: str) -> tuple[str, ...] | None:
+  """The axes a parameter's name promises: ``probs_NxY`` -> ``("N", "Y")``,
+  ``betas_2`` -> ``("2",)`` (a fixed size); ``None`` for a name without a suffix."""
+  m = _SUFFIX.search(name)
+  return tuple(m.group(1).split("x")) if m else None
+
+
+def _as_array(name: str, x: Any) -> Any:
+  if isinstance(x, (jax.Array, np.ndarray, np.generic, jax.core.Tracer)):
+    return x
+  if isinstance(x, (bool, int, float, list, tuple)):
+    try:
+      return np.asarray(x)
+    except ValueError as e:  # a ragged list
+      raise ValueError(f"{name} must be an array, got a ragged {type(x).__name__}: {e}") from e
+  raise TypeError(f"{name} must be an array, got {type(x).__name__}")
+
+
+def check_arrays(named: Mapping[str, Any], *, kinds: Mapping[str, str] | None = None,
+                 batch: tuple[str, ...] = (), empty_ok: tuple[str, ...] = (),
+                 scalars: tuple[str, ...] = (), shapeless: tuple[str, ...] = (),
+                 inf_ok: tuple[str, ...] = ()) -> dict[str, Any]:
+  """Validates array arguments by what their names promise; returns them as arrays.
+
+  A name's shape suffix (``x_BxN``, ``W_KxK``, ``mask_N``, ``betas_2``) fixes its
+  ndim (names in ``batch`` may carry extra leading axes) and its axis sizes: one
+  letter is one size across all the named arrays, a number is that size. Names in
+  ``scalars`` must be 0-d; names in ``shapeless`` get no shape check (the caller
+  checks their ndim); names in ``inf_ok`` may hold infinities (not NaN). Every axis must be non-empty (unless the name is in
+  ``empty_ok``). ``kinds`` maps a name to ``"float"`` (the default: ints and bools
+  are converted to float32), ``"int"``, ``"bool"``, ``"index"`` (int or bool) or
+  ``"number"`` (any, unconverted); concrete float arrays must be finite. Lists and
+  Python numbers come back as numpy arrays; JAX arrays and tracers are kept.
+  Raises ``ValueError`` naming the argument (``TypeError`` for a non-array).
+  """
+  kinds = dict(kinds or {})
+  out, sizes = {}, {}
+  for name, x in named.items():
+    if x is None:
+      out[name] = x
+      continue
+    x = _as_array(name, x)
+    kind = kinds.get(name, "float")
+    dtype = np.dtype(x.dtype) if not jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else None
+    if dtype is None or dtype.kind not in _KINDS[kind]:
+      raise ValueError(f"{name} must hold {kind} values, got dtype {x.dtype}")
+    if kind == "float" and dtype.kind in "biu":
+      x = x.astype(np.float32) if isinstance(x, (np.ndarray, np.generic)) else (
+          x.astype(jnp.float32))
+    axes = () if name in scalars else None if name in shapeless else axes_of(name)
+    shape = tuple(np.shape(x))
+    if axes is not None:
+      extra = len(shape) - len(axes)
+      if extra < 0 or (extra > 0 and name not in batch):
+        want = f"{len(axes)}" + (" or more" if name in batch else "")
+        raise ValueError(f"{name} must have {want} axes ({'x'.join(axes) or 'a scalar'}), "
+                         f"got shape {shape}")
+      for ax, n in zip(axes, shape[extra:]):
+        if ax.isdigit() and n != int(ax):
+          raise ValueError(f"{name} must have an axis of size {ax}, got shape {shape}")
+        if ax in sizes and sizes[ax][1] != n:
+          other, m = sizes[ax]
+          raise ValueError(f"{name} and {other} must agree on axis {ax}, got {n} and {m} "
+                           f"(shapes {shape} and {np.shape(out[other])})")
+        sizes.setdefault(ax, (name, n))
+    if 0 in shape and name not in empty_ok:
+      raise ValueError(f"{name} must not be empty, got shape {shape}")
+    if name in inf_ok:
+      if is_concrete(x) and np.isnan(np.asarray(x, np.float64)).any():
+        raise ValueError(f"{name} must not hold NaN")
+    else:
+      check_finite(name, x)  # (acts on float arrays only)
+    out[name] = x
+  return out
+
+
+def checked(*, kinds: Mapping[str, str] | None = None, batch: tuple[str, ...] = (),
+            empty_ok: tuple[str, ...] = (), scalars: tuple[str, ...] = (),
+            shapeless: tuple[str, ...] = (), also: tuple[str, ...] = ()
+            ) -> Callable[[Callable], Callable]:
+  """Decorates a public function so :func:`check_arrays` sees its array arguments:
+  every parameter whose name has a shape suffix, those in ``scalars`` and ``also``."""
+  def wrap(fn):
+    sig = inspect.signature(fn)
+    names = [n for n in sig.parameters
+             if axes_of(n) is not None or n in scalars + shapeless + also or n in (kinds or {})]
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+      bound = sig.bind(*args, **kwargs)
+      got = check_arrays({n: bound.arguments[n] for n in names if n in bound.arguments},
+                         kinds=kinds, batch=batch, empty_ok=empty_ok, scalars=scalars,
+                         shapeless=shapeless)
+      bound.arguments.update(got)
+      return fn(*bound.args, **bound.kwargs)
+    return wrapped
+  return wrap

@@ -22,6 +22,18 @@ PAPERS: tuple[str, ...] = (
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 
+# The papers whose launcher trains with checkpoints (``experiments.train.fit``:
+# orbax under ``<workdir>/**/checkpoints``), so a killed run resumes where it
+# stopped and ends bit-identical to one that never stopped
+# (``tests/experiments/test_launcher.py`` kills and resumes each). The others
+# write no checkpoint, which ``tests/test_notebooks.py`` checks on every tiny
+# run: rocp, ising_aggregation, alft and comparison_oracle train nothing that
+# outlives a call (their fits are closed-form, EM or ALS sweeps inside one jitted
+# function), and del_no and gwcn train seed replicas inside one compiled program
+# (``train.fit_replicas``, ``train.fit_full_batch``: seconds to minutes at every
+# scale), which a killed run recomputes from the start.
+CHECKPOINTED: tuple[str, ...] = ("fno",)
+
 
 def config_path(slug: str, scale: str) -> str:
   """The config file of ``slug`` at ``scale`` (an absolute path: works from a wheel too)."""

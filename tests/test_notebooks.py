@@ -38,7 +38,7 @@ def _execute(nb, workdir):
   devices of ``conftest.py`` taken out of ``XLA_FLAGS`` (every paper's
   8-device run is ``tests/experiments/test_papers.py``'s job).
   """
-  env = dict(os.environ, REPROJAX_NOTEBOOK_SCALE="tiny")
+  env = dict(os.environ, REPROJAX_NOTEBOOK_SCALE="tiny", TMPDIR=str(workdir))
   env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split()
                               if not f.startswith("--xla_force_host_platform_device_count"))
   client = nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
@@ -57,6 +57,14 @@ def test_notebook_runs_top_to_bottom_and_shows_a_figure(slug, tmp_path):
   images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
             if "image/png" in o.get("data", {})]
   assert images, f"{slug}.ipynb shows no figure"
+  # The registry's word on checkpoints, checked on the run the notebook made (its
+  # workdir is a tempfile.mkdtemp under this test's TMPDIR).
+  checkpointed = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.glob("**/checkpoints"))
+  if slug in registry.CHECKPOINTED:
+    assert checkpointed, f"{slug} is in registry.CHECKPOINTED but its run wrote no checkpoint"
+  else:
+    assert not checkpointed, (f"{slug} wrote checkpoints ({checkpointed}) but is not in "
+                              "registry.CHECKPOINTED, so no kill-and-resume test covers it")
 
 
 def test_a_renamed_function_fails_with_the_cell_that_broke(tmp_path):

@@ -18,7 +18,7 @@ from reprojax.algorithms.del_no import order_gap_constant
 from reprojax.algorithms.del_no import spectral_risk
 
 
-_B, _N, _K = 2, 16, 2
+_B, _N, _K = 3, 16, 4  # distinct sizes, so an axis that grows alone is a mismatch
 
 
 def _field(key):
@@ -59,7 +59,8 @@ EXAMPLES = (
         make_args=lambda key: (jax.random.normal(key, (_B, 8, 8)),
                                _betas(jax.random.fold_in(key, 1)), _betas(jax.random.fold_in(key, 2)),
                                jnp.ones((_K,)), jnp.ones((_K,)),
-                               _betas(jax.random.fold_in(key, 3)), jnp.float32(0.5)),
+                               jax.random.uniform(jax.random.fold_in(key, 3), (2,), minval=0.2,
+                                                  maxval=2.8), jnp.float32(0.5)),
         bad_args=(np.ones((_B, 8, 8), np.float32), np.ones((_K,), np.float32),
                   np.ones((_K,), np.float32), np.ones((_K,), np.float32),
                   np.ones((_K,), np.float32), np.ones((3,), np.float32), np.float32(1.0)),

@@ -122,9 +122,8 @@ def gl_weights(beta: jax.Array, gl_terms: int) -> jax.Array:
   """
   if not isinstance(gl_terms, (int, np.integer)) or gl_terms < 1:
     raise ValueError(f"gl_terms must be a positive int, got {gl_terms!r}")
-  if np.ndim(beta) != 0:
-    raise ValueError(f"beta must be a scalar, got shape {np.shape(beta)}")
-  beta = jnp.asarray(beta)
+  beta = jnp.asarray(_common.check_arrays({"beta": beta}, scalars=("beta",),
+                                          kinds={"beta": "number"})["beta"])
   dtype = beta.dtype if jnp.issubdtype(beta.dtype, jnp.floating) else jnp.float32
   j = jnp.arange(1, gl_terms, dtype=dtype)
   return jnp.concatenate([jnp.ones((1,), j.dtype), jnp.cumprod(1.0 - (beta + 1.0) / j)])
@@ -205,12 +204,10 @@ def derivative_features(u_BxN: jax.Array, betas_K: jax.Array, scales_K: jax.Arra
   Returns:
     ``features_BxNxK``.
   """
-  _common.check_ndim("betas_K", betas_K, 1)
-  _common.check_ndim("scales_K", scales_K, 1)
-  if np.shape(betas_K) != np.shape(scales_K):
-    raise ValueError(f"betas_K and scales_K must have the same shape, got {np.shape(betas_K)} "
-                     f"and {np.shape(scales_K)}")
-  _common.check_finite("scales_K", scales_K)
+  got = _common.check_arrays({"u_BxN": u_BxN, "betas_K": betas_K, "scales_K": scales_K},
+                             shapeless=("u_BxN",))
+  u_BxN, betas_K, scales_K = got.values()
+  _common.check_ndim("u_BxN", u_BxN, tuple(range(1, 9)))
   kw = dict(dx=dx, axis=-1, method=method, gl_terms=gl_terms, boundary=boundary,
             include_h=include_h)
   feats = [scales_K[k] * fractional_derivative(u_BxN, betas_K[k], **kw)
@@ -233,13 +230,13 @@ def derivative_features_2d(u_BxHxW: jax.Array, betas_x_K: jax.Array, betas_y_K: 
   Returns:
     ``features_BxHxWx(2K+1)``.
   """
+  got = _common.check_arrays(
+      {"u_BxHxW": u_BxHxW, "betas_x_K": betas_x_K, "betas_y_K": betas_y_K,
+       "scales_x_K": scales_x_K, "scales_y_K": scales_y_K, "betas_mixed_2": betas_mixed_2,
+       "scale_mixed": scale_mixed}, shapeless=("u_BxHxW",), scalars=("scale_mixed",))
+  (u_BxHxW, betas_x_K, betas_y_K, scales_x_K, scales_y_K, betas_mixed_2,
+   scale_mixed) = got.values()
   _common.check_ndim("u_BxHxW", u_BxHxW, (2, 3, 4))
-  for name, v in (("betas_x_K", betas_x_K), ("betas_y_K", betas_y_K),
-                  ("scales_x_K", scales_x_K), ("scales_y_K", scales_y_K)):
-    _common.check_ndim(name, v, 1)
-  if np.shape(betas_mixed_2) != (2,) or np.ndim(scale_mixed) != 0:
-    raise ValueError(f"betas_mixed_2 must have shape (2,) and scale_mixed be a scalar, got "
-                     f"{np.shape(betas_mixed_2)} and {np.shape(scale_mixed)}")
   kw = dict(method=method, gl_terms=gl_terms, boundary=boundary, include_h=include_h)
   fx = derivative_features(jnp.moveaxis(u_BxHxW, -2, -1), betas_x_K, scales_x_K, dx=dx, **kw)
   fx = jnp.moveaxis(fx, -2, -3)  # back to (..., H, W, K)

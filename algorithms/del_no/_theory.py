@@ -59,7 +59,7 @@ def _check(m, n, sigma, xi_c, xi_max, c_b, c_v):
 def spectral_risk(beta, m, n, sigma, xi_c, xi_max, c_b=1.0, c_v=1.0):
   """R(beta) = c_b xi_c^{2 (m - beta)} + c_v (sigma^2 / n) xi_max^{2 beta} (any beta shape)."""
   _check(m, n, sigma, xi_c, xi_max, c_b, c_v)
-  _common.check_finite("beta", beta)
+  beta = _common.check_arrays({"beta": beta}, shapeless=("beta",))["beta"]
   bias = c_b * jnp.exp(2 * (m - beta) * jnp.log(xi_c))
   var = c_v * sigma**2 / n * jnp.exp(2 * beta * jnp.log(xi_max))
   return bias + var

@@ -113,7 +113,7 @@ def conformal_quantile(scores_N: jax.Array, alpha: jax.Array | float) -> jax.Arr
     MAPIE's ``SplitConformalClassifier`` for the convention.
   """
   _validate._common.check_ndim("scores_N", scores_N, 1)
-  _validate.check_nonempty_calibration(np.shape(scores_N)[0])
+  _validate.check_nonempty_calibration(np.shape(scores_N)[0], "scores_N")
   dtype = np.asarray(scores_N).dtype if _validate._common.is_concrete(scores_N) else scores_N.dtype
   if not np.issubdtype(dtype, np.floating):
     raise ValueError(f"scores_N must be floating point, got dtype {dtype}")

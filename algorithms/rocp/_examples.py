@@ -115,10 +115,11 @@ EXAMPLES = (
             lambda k: (_probs(k, _N), _loss(jax.random.fold_in(k, 1))),
             bad_args=(_BAD_PROBS, np.ones((_A, _Y), np.float32))),
     Example("calibrate", _padding_marked(calibrate), _calibration_args,
-            bad_args=(_BAD_PROBS, np.zeros((_N,), np.int32), np.ones((_A, _Y), np.float32))),
+            bad_args=(_BAD_PROBS, np.zeros((_N,), np.int32), np.ones((_A, _Y), np.float32)),
+            derived_sizes=True),  # E = n (1 + A Y) + 1 levels
     Example("oracle_calibrate", _padding_marked(oracle_calibrate),
             lambda k: (_probs(k, _N), _loss(jax.random.fold_in(k, 1))),
-            bad_args=(_BAD_PROBS, np.ones((_A, _Y), np.float32))),
+            bad_args=(_BAD_PROBS, np.ones((_A, _Y), np.float32)), derived_sizes=True),
     Example("threshold", threshold, _path_args, bad_args=(_NP_PATH, 1.5)),
     Example("predict_full", predict, _predict_args,
             bad_args=(_NP_PATH, np.full((_M, _Y), 0.3, np.float32), np.ones((_A, _Y), np.float32),
@@ -128,7 +129,8 @@ EXAMPLES = (
                                                                maxval=5.0),),
             bad_args=(np.full((_Y,), 0.25, np.float32), np.ones((_A, _Y), np.float32), -1.0)),
     Example("value_at_levels", value_at_levels, _one_input_args,
-            bad_args=(np.full((_Y,), 0.3, np.float32), np.ones((_A, _Y), np.float32))),
+            bad_args=(np.full((_Y,), 0.3, np.float32), np.ones((_A, _Y), np.float32)),
+            derived_sizes=True),  # 1 + A Y candidate levels
     Example("conformal_quantile", conformal_quantile,
             lambda k: (jax.random.uniform(k, (_N,)), _alpha(jax.random.fold_in(k, 1))),
             bad_args=(np.full((_N,), np.nan, np.float32), 0.1)),

@@ -69,7 +69,7 @@ def robust_risk(loss_AxY: jax.Array, in_set_Y: jax.Array, alpha: jax.Array | flo
   """
   _validate.check_loss("loss_AxY", loss_AxY)
   _validate.check_in_set("in_set_Y", in_set_Y, np.shape(loss_AxY)[1])
-  _validate.check_alpha(alpha)
+  _validate.check_alpha(alpha, np.shape(in_set_Y)[:-1])
   return _batched_risk(jnp.asarray(loss_AxY), jnp.asarray(in_set_Y), jnp.asarray(alpha))
 
 

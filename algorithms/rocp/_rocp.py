@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from reprojax.algorithms import _common
 from reprojax.algorithms.rocp import _optimal
 from reprojax.algorithms.rocp import _risk
 from reprojax.algorithms.rocp import _validate
@@ -59,7 +60,8 @@ def select_level(probs_Y: jax.Array, loss_AxY: jax.Array, beta: jax.Array):
     attaining V(x, t).
   """
   _check_probs_loss(probs_Y, loss_AxY, "probs_Y", ndim=1)
-  if _validate._common.is_concrete(beta):
+  beta = _common.check_arrays({"beta": beta}, scalars=("beta",), inf_ok=("beta",))["beta"]
+  if _common.is_concrete(beta):
     b = np.asarray(beta)
     if np.isnan(b).any() or (b < 0).any():
       raise ValueError(f"beta must be >= 0 (or +inf), got {b}")
@@ -110,7 +112,7 @@ def calibrate(probs_NxY: jax.Array, labels_N: jax.Array,
     :class:`CoveragePath` with E = n * (1 + A*Y) + 1 grid points.
   """
   _check_probs_loss(probs_NxY, loss_AxY)
-  _validate.check_nonempty_calibration(np.shape(probs_NxY)[0])
+  _validate.check_nonempty_calibration(np.shape(probs_NxY)[0], "probs_NxY")
   _validate.check_labels("labels_N", labels_N, np.shape(probs_NxY)[1], np.shape(probs_NxY)[0])
   return _calibrate(jnp.asarray(probs_NxY), jnp.asarray(labels_N), jnp.asarray(loss_AxY))
 
@@ -131,7 +133,7 @@ def oracle_calibrate(probs_NxY: jax.Array, loss_AxY: jax.Array) -> _optimal.Cove
   risk-optimal sets (no labels, no finite-sample guarantee).
   """
   _check_probs_loss(probs_NxY, loss_AxY)
-  _validate.check_nonempty_calibration(np.shape(probs_NxY)[0])
+  _validate.check_nonempty_calibration(np.shape(probs_NxY)[0], "probs_NxY")
   return _oracle_calibrate(jnp.asarray(probs_NxY), jnp.asarray(loss_AxY))
 
 
@@ -143,8 +145,17 @@ def _oracle_calibrate(probs_NxY, loss_AxY):
 
 
 def _check_path(path):
+  """A CoveragePath as :func:`calibrate` makes it: 1-D float beta_E and count_E of one
+  length E >= 1 (beta_E may hold +inf padding, nothing else non-finite) and a scalar n."""
   if not isinstance(path, _optimal.CoveragePath):
     raise ValueError(f"path must be a CoveragePath from calibrate(), got {type(path).__name__}")
+  got = _common.check_arrays({"beta_E": path.beta_E, "count_E": path.count_E, "n": path.n},
+                             scalars=("n",), inf_ok=("beta_E",), shapeless=("beta_E",))
+  _common.check_ndim("beta_E", got["beta_E"], 1)
+  if np.shape(got["beta_E"]) != np.shape(got["count_E"]):
+    raise ValueError(f"path.beta_E and path.count_E must share one length E, got shapes "
+                     f"{np.shape(got['beta_E'])} and {np.shape(got['count_E'])}")
+  return _optimal.CoveragePath(*got.values())
 
 
 def threshold(path: _optimal.CoveragePath, alpha: jax.Array | float,
@@ -154,7 +165,7 @@ def threshold(path: _optimal.CoveragePath, alpha: jax.Array | float,
   :math:`k = \lceil (1-\alpha)(n+1) \rceil` for a labelled path; :math:`(1-\alpha) n`
   for an oracle path (``oracle=True``). Returns +inf when no beta reaches k.
   """
-  _check_path(path)
+  path = _check_path(path)
   _validate.check_alpha(alpha)
   return _threshold(path, jnp.asarray(alpha), oracle)
 
@@ -181,7 +192,7 @@ def predict(path: _optimal.CoveragePath, probs_NxY: jax.Array, loss_AxY: jax.Arr
   Returns:
     :class:`Prediction`; actions are :math:`\arg\min_a R(a, C)` at ``alpha``.
   """
-  _check_path(path)
+  path = _check_path(path)
   _check_probs_loss(probs_NxY, loss_AxY)
   _validate.check_alpha(alpha)
   if variant not in VARIANTS + ("oracle",):

@@ -32,6 +32,10 @@ def check_probs(name: str, probs: Any) -> None:
 def check_loss(name: str, loss_AxY: Any, num_labels: int | None = None) -> None:
   """``loss_AxY`` is a finite (A, Y) matrix with A >= 1 and Y matching ``num_labels``."""
   _common.check_ndim(name, loss_AxY, 2)
+  if not _common.is_concrete(loss_AxY) or np.asarray(loss_AxY).dtype.kind != "f":
+    dtype = np.asarray(loss_AxY).dtype if _common.is_concrete(loss_AxY) else loss_AxY.dtype
+    if not np.issubdtype(dtype, np.floating):
+      raise ValueError(f"{name} must be floating point, got dtype {dtype}")
   if np.shape(loss_AxY)[0] < 1:
     raise ValueError(f"{name} must have at least one action (row), got shape {np.shape(loss_AxY)}")
   if num_labels is not None and np.shape(loss_AxY)[1] != num_labels:
@@ -40,8 +44,16 @@ def check_loss(name: str, loss_AxY: Any, num_labels: int | None = None) -> None:
   _common.check_finite(name, loss_AxY)
 
 
-def check_alpha(alpha: Any) -> None:
-  """alpha is a scalar (or batch of scalars) strictly inside (0, 1)."""
+def check_alpha(alpha: Any, batch_shape: tuple[int, ...] = ()) -> None:
+  """alpha is strictly inside (0, 1), a scalar or broadcastable to ``batch_shape``."""
+  shape = np.shape(alpha)
+  try:
+    ok = np.broadcast_shapes(shape, batch_shape) == tuple(batch_shape)
+  except ValueError:
+    ok = False
+  if not ok:
+    raise ValueError(f"alpha must be a scalar{' or broadcast to ' + str(tuple(batch_shape)) if batch_shape else ''}, "
+                     f"got shape {shape}")
   _common.check_in_range("alpha", alpha, 0.0, 1.0, lo_open=True, hi_open=True)
 
 
@@ -59,9 +71,9 @@ def check_labels(name: str, labels_N: Any, num_labels: int, n: int | None = None
       raise ValueError(f"{name} must lie in [0, {num_labels}), got range [{arr.min()}, {arr.max()}]")
 
 
-def check_nonempty_calibration(n: int) -> None:
+def check_nonempty_calibration(n: int, name: str = "probs_cal_NxY") -> None:
   if n < 1:
-    raise ValueError("the calibration set is empty: conformal calibration needs at least one "
+    raise ValueError(f"{name} is empty: conformal calibration needs at least one "
                      "labelled point")
 
 

@@ -7,6 +7,8 @@ dataset generated once per test session.
 import fcntl
 import json
 import os
+import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -68,9 +70,9 @@ def _run(cmd, env, timeout=300):
   return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
-def _final_params(workdir, step):
+def _final_params(workdir, step, run="burgers"):
   """The parameters of a checkpoint, restored onto one device whatever mesh wrote them."""
-  path = os.path.join(workdir, "burgers", "checkpoints", str(step), "default")
+  path = os.path.join(workdir, run, "checkpoints", str(step), "default")
   device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
   with ocp.StandardCheckpointer() as ckptr:
     tree = ckptr.metadata(path).item_metadata.tree
@@ -81,10 +83,10 @@ def _final_params(workdir, step):
 
 
 def _done_steps(workdir):
-  d = os.path.join(workdir, "burgers", "checkpoints")
-  if not os.path.isdir(d):
-    return []
-  return sorted(int(n) for n in os.listdir(d) if n.isdigit())
+  """The finished checkpoint steps of every run under ``workdir`` (orbax renames a
+  step's folder to its number once it is complete)."""
+  return sorted(int(p.name) for p in pathlib.Path(workdir).glob("*/checkpoints/*")
+                if p.name.isdigit())
 
 
 NUM_STEPS = 15 * (32 // 8)  # epochs * steps per epoch of the tiny config
@@ -109,11 +111,49 @@ def straight(tmp_path_factory, data_dir, cache_dir):
   return workdir
 
 
-def test_sigkill_then_resume_is_bit_identical(tmp_path, env_for, straight):
+# The kill-and-resume test's config of each paper in registry.CHECKPOINTED: a few
+# checkpoints in seconds. A paper added there needs a row here (the test says so).
+KILL_CONFIGS = {"fno": TINY}
+
+# Resumes like the launcher but "forgets" the optimiser state: the restored Adam moments
+# and count are zeroed (a planted bug the kill-and-resume comparison must catch).
+_FORGETFUL = r"""
+import runpy, sys
+import jax, jax.numpy as jnp
+import orbax.checkpoint as ocp
+restore = ocp.CheckpointManager.restore
+def forgetful(self, *args, **kwargs):
+  state = restore(self, *args, **kwargs)
+  return state._replace(opt_state=jax.tree.map(jnp.zeros_like, state.opt_state))
+ocp.CheckpointManager.restore = forgetful
+runpy.run_module(sys.argv.pop(1), run_name="__main__")  # argv: -c <module> <flags...>
+"""
+
+
+def test_every_checkpointed_paper_has_a_kill_config():
+  assert set(KILL_CONFIGS) == set(registry.CHECKPOINTED)
+
+
+def _all_final_params(workdir, step):
+  """{run: params at ``step``} for every checkpointed run under ``workdir``."""
+  runs = sorted(p.parent.name for p in workdir.glob("*/checkpoints"))
+  return {run: _final_params(workdir, step, run) for run in runs}
+
+
+def _assert_same(a, b):
+  assert a.keys() == b.keys() and a
+  jax.tree.map(lambda x, y: np.testing.assert_array_equal(np.asarray(x), np.asarray(y)), a, b)
+
+
+@pytest.mark.parametrize("slug", registry.CHECKPOINTED)
+def test_sigkill_then_resume_is_bit_identical(slug, tmp_path, env_for, straight):
+  """Killed after its first checkpoint and relaunched on the same workdir, a run ends
+  bit-identical to the straight one; a resume that forgets the optimiser state does not."""
+  assert slug == "fno", "the straight fixture runs fno's kill config; extend it for " + slug
   env = env_for(4)
   killed = tmp_path / "killed"
-  proc = subprocess.Popen(_cmd(killed), env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+  proc = subprocess.Popen(_cmd(killed, config=KILL_CONFIGS[slug]), env=env, cwd=ROOT,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   deadline = time.time() + 240
   while not _done_steps(killed) and time.time() < deadline and proc.poll() is None:
     time.sleep(0.02)
@@ -122,17 +162,27 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path, env_for, straight):
   at_kill = _done_steps(killed)
   assert at_kill and max(at_kill) < NUM_STEPS, f"not killed mid-run: checkpoints {at_kill}"
   assert not (killed / "results.json").exists()
+  planted = tmp_path / "planted"
+  shutil.copytree(killed, planted)
 
-  res = _run(_cmd(killed), env)
+  res = _run(_cmd(killed, config=KILL_CONFIGS[slug]), env)
   assert res.returncode == 0, res.stderr[-2000:]
   assert "resumed from" in res.stderr
-  a, b = _final_params(straight, NUM_STEPS), _final_params(killed, NUM_STEPS)
-  jax.tree.map(lambda x, y: np.testing.assert_array_equal(np.asarray(x), np.asarray(y)), a, b)
+  _assert_same(_all_final_params(straight, NUM_STEPS), _all_final_params(killed, NUM_STEPS))
   ra = json.loads((straight / "results.json").read_text())
   rb = json.loads((killed / "results.json").read_text())
   assert ra["metrics"] == rb["metrics"]
+
+  cmd = _cmd(planted, config=KILL_CONFIGS[slug])
+  res = _run([sys.executable, "-c", _FORGETFUL] + cmd[2:], env)
+  assert res.returncode == 0 and "resumed from" in res.stderr, res.stderr[-2000:]
+  with pytest.raises(AssertionError):
+    _assert_same(_all_final_params(straight, NUM_STEPS), _all_final_params(planted, NUM_STEPS))
+  rc = json.loads((planted / "results.json").read_text())
+  assert rc["metrics"] != ra["metrics"]
   print(f"\nkilled at checkpoints {at_kill}; resumed run bit-identical to the straight run; "
-        f"test rel. L2 {ra['metrics']['burgers_rel_l2']:.4f}")
+        f"test rel. L2 {ra['metrics']['burgers_rel_l2']:.4f} (a resume forgetting Adam's "
+        f"state: {rc['metrics']['burgers_rel_l2']:.4f})")
 
 
 @pytest.mark.parametrize("override,expect", [
