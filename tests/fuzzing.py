@@ -26,7 +26,7 @@ import pkgutil
 import re
 import sys
 import traceback
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
