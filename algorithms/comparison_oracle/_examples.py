@@ -116,10 +116,15 @@ def _ex_hessian(x_N, key):
   return H, R, g, st.count
 
 
-def _ex_find_scale(x_N, key):
-  g_hat = (_EX_A @ x_N + _EX_B) / jnp.linalg.norm(_EX_A @ x_N + _EX_B)
-  s, st = find_scale(_EX_ORACLE, init_state(key), x_N, g_hat, 1.0, J=12)
+def _ex_find_scale(x_N, g_hat_N, key):
+  s, st = find_scale(_EX_ORACLE, init_state(key), x_N, g_hat_N, 1.0, J=12)
   return s, st.count
+
+
+def _scale_args(key):
+  x_N, key = _x_key(key)
+  g = _EX_A @ x_N + _EX_B
+  return x_N, g / jnp.linalg.norm(g), key
 
 
 def _ex_compare(x_BxN, y_BxN):
@@ -194,17 +199,22 @@ def _x2(key):
   return 0.5 * jax.random.normal(key, (2,))
 
 
-def _ex_register(x_N):
-  return register_distribution(_EX_ORACLE2, x_N, _u0(x_N), K=3, B=2.0, **_SIM)
+def _ex_register(x_N, u0_N):
+  return register_distribution(_EX_ORACLE2, x_N, u0_N, K=3, B=2.0, **_SIM)
 
 
-def _ex_closed_form(x_N):
-  return closed_form_distribution(_EX_ORACLE2, x_N, _u0(x_N), **_SIM)
+def _ex_closed_form(x_N, u0_N):
+  return closed_form_distribution(_EX_ORACLE2, x_N, u0_N, **_SIM)
 
 
-def _ex_statevector(x_N):
-  out = statevector_circuit(_EX_ORACLE2, x_N, _u0(x_N), K=3, B=2.0, **_SIM)
+def _ex_statevector(x_N, u0_N):
+  out = statevector_circuit(_EX_ORACLE2, x_N, u0_N, K=3, B=2.0, **_SIM)
   return out["probs"], out["ancilla_leak"]
+
+
+def _circuit_args(key):
+  x_N = _x2(key)
+  return x_N, _u0(x_N)
 
 
 def _outcome(key):
@@ -224,7 +234,7 @@ EXAMPLES = (
             bad_args=(jnp.ones((3,)), jax.random.key(0))),  # not a batch of points
     Example("normalized_hessian", _ex_hessian, _x_key,
             bad_args=(jnp.array([1.0, jnp.nan, 0.0]), jax.random.key(0))),
-    Example("find_scale", _ex_find_scale, _x_key),
+    Example("find_scale", _ex_find_scale, _scale_args),
     Example("trust_region_step", trust_region_step,
             lambda k: (jax.random.normal(k, (4,)), jnp.diag(jnp.array([-1.0, 0.5, 1.0, 2.0])),
                        jnp.asarray(0.5)),
@@ -272,10 +282,10 @@ EXAMPLES = (
             bad_args=(0, 0.1), jittable=False),
     Example("estimate_from_outcome", estimate_from_outcome, _outcome,
             bad_args=(np.array([0, 64, 3]), 64, 10.0), jittable=False),  # outcome off the grid
-    Example("register_distribution", _ex_register, lambda k: (_x2(k),),
-            bad_args=(jnp.array([0.1, jnp.nan]),), jittable=False),
-    Example("closed_form_distribution", _ex_closed_form, lambda k: (_x2(k),),
-            bad_args=(jnp.array([0.1, jnp.nan]),), jittable=False),
-    Example("statevector_circuit", _ex_statevector, lambda k: (_x2(k),),
-            bad_args=(jnp.array([jnp.inf, 0.0]),), jittable=False),
+    Example("register_distribution", _ex_register, _circuit_args,
+            bad_args=(jnp.array([0.1, jnp.nan]), jnp.array([0.6, -0.8])), jittable=False),
+    Example("closed_form_distribution", _ex_closed_form, _circuit_args,
+            bad_args=(jnp.array([0.1, jnp.nan]), jnp.array([0.6, -0.8])), jittable=False),
+    Example("statevector_circuit", _ex_statevector, _circuit_args,
+            bad_args=(jnp.array([jnp.inf, 0.0]), jnp.array([0.6, -0.8])), jittable=False),
 )

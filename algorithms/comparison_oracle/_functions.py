@@ -36,10 +36,23 @@ import numpy as np
 from reprojax.algorithms import _common
 
 
+def _point(x, n=None, min_n: int = 1):
+  """A test function's argument: a finite float vector ``(n,)`` (values checked when concrete)."""
+  x = _common.check_arrays({"x": x}, shapeless=("x",))["x"]
+  if np.ndim(x) != 1 or (n is not None and np.shape(x)[0] != n) or np.shape(x)[0] < min_n:
+    want = f"({n},)" if n is not None else f"(n,) with n >= {min_n}"
+    raise ValueError(f"x must have shape {want}, got {np.shape(x)}")
+  return x
+
+
 def quadratic_quartic(A_NxN):
   """``f(x) = x^T A x / 2 + ||x||^4 / 4``."""
-  A = jnp.asarray(A_NxN)
-  return lambda x: 0.5 * x @ A @ x + 0.25 * jnp.sum(x ** 2) ** 2
+  A = jnp.asarray(_common.check_arrays({"A_NxN": A_NxN})["A_NxN"])
+
+  def f(x):
+    x = _point(x, A.shape[0])
+    return 0.5 * x @ A @ x + 0.25 * jnp.sum(x ** 2) ** 2
+  return f
 
 
 def indefinite_matrix(n: int, key, low: float = -1.0, high: float = 2.0):
@@ -50,10 +63,12 @@ def indefinite_matrix(n: int, key, low: float = -1.0, high: float = 2.0):
 
 
 def rosenbrock(x):
+  x = _point(x, min_n=2)
   return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
 
 def octopus(x):
+  x = _point(x)
   n = x.shape[0]
   tau = 1.0 + jnp.arange(n, dtype=x.dtype) / n
   return jnp.sum(0.25 * x ** 4 - 0.5 * tau * x ** 2)
@@ -61,10 +76,11 @@ def octopus(x):
 
 def sparse_quadric(s: int):
   """SCOBO's sparse quadric: the first ``s`` coordinates."""
-  return lambda x: jnp.sum(x[:s] ** 2)
+  return lambda x: jnp.sum(_point(x, min_n=s)[:s] ** 2)
 
 
 def skewed_quartic(x):
+  x = _point(x)
   n = x.shape[0]
   B = (2.0 * jnp.eye(n) + jnp.eye(n, k=1) + jnp.eye(n, k=-1)) / 2.0
   y = B.astype(x.dtype) @ x
@@ -84,6 +100,9 @@ def _mlp_data():
 
 def mlp_loss(theta):
   """MSE of a 2-3-1 tanh MLP with flattened parameters ``theta`` (13,), plus 1e-3 ||theta||^2."""
+  theta = _common.check_arrays({"theta": theta}, shapeless=("theta",))["theta"]
+  if np.shape(theta) != (MLP_NUM_PARAMS,):
+    raise ValueError(f"theta must have shape ({MLP_NUM_PARAMS},), got {np.shape(theta)}")
   X, y = _mlp_data()
   X = jnp.asarray(X, theta.dtype)
   y = jnp.asarray(y, theta.dtype)
@@ -135,6 +154,9 @@ def chain(x_N, num_links):
   reveals at most one new coordinate per step; :math:`\|\nabla\bar f_T(x)\| > 1` whenever
   :math:`|x_T| < 1`; :math:`\bar f_T(0)-\inf\bar f_T \le 12T`.
   """
+  x_N = _common.check_arrays({"x_N": x_N})["x_N"]
+  if np.ndim(num_links) != 0:
+    raise ValueError(f"num_links must be a scalar, got shape {np.shape(num_links)}")
   n = x_N.shape[0]
   i = jnp.arange(1, n)  # link i + 1 couples x_i and x_{i+1} (1-based: links 2..n)
   on = (i + 1 <= num_links).astype(x_N.dtype)
@@ -176,4 +198,7 @@ def hard_chain_params(num_links, order: int, gap: float, lipschitz: float):
 
 def hard_chain(num_links, sigma, scale):
   r"""The scaled hard instance :math:`x\mapsto c\,\bar f_T(x/\sigma)` (see :func:`hard_chain_params`)."""
+  got = _common.check_arrays({"sigma": sigma, "scale": scale}, scalars=("sigma", "scale"))
+  _common.check_in_range("sigma", got["sigma"], 0.0, lo_open=True)
+  sigma, scale = got["sigma"], got["scale"]
   return lambda x: scale * chain(x / sigma, num_links)

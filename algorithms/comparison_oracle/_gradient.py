@@ -41,7 +41,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reprojax.algorithms import _common
 from reprojax.algorithms.comparison_oracle import _jit
 from reprojax.algorithms.comparison_oracle import _oracle
 
@@ -136,13 +135,18 @@ def normalized_gradient(oracle: _oracle.ComparisonOracle, state: _oracle.OracleS
   Returns:
     ``(u_N, state)`` with ``u_N`` a unit vector.
   """
-  _oracle.validate_point("x_N", x_N, oracle.n)
+  x_N = _oracle.validate_point("x_N", x_N, oracle.n)
   _oracle.validate_positive("gamma", gamma)
   return _normalized_gradient_jit(oracle, state, x_N, jnp.asarray(gamma, x_N.dtype),
                                   jnp.asarray(bits, jnp.int32))
 
 
-@_jit.jit_when_eager(static_argnames=("oracle",))
+def _check_batch(arguments) -> None:
+  arguments["x_BxN"] = _oracle.validate_point("x_BxN", arguments["x_BxN"], arguments["oracle"].n,
+                                              batch=True)
+
+
+@_jit.jit_when_eager(static_argnames=("oracle",), check=_check_batch)
 def normalized_gradient_batch(oracle: _oracle.ComparisonOracle, state: _oracle.OracleState,
                               x_BxN: jax.Array, gamma, bits) -> tuple[jax.Array,
                                                                       _oracle.OracleState]:
@@ -163,9 +167,7 @@ def normalized_gradient_batch(oracle: _oracle.ComparisonOracle, state: _oracle.O
   Returns:
     ``(u_BxN, state)``: unit vectors, one per point.
   """
-  _common.check_ndim("x_BxN", x_BxN, 2)
-  if x_BxN.shape[1] != oracle.n:
-    raise ValueError(f"x_BxN must have shape (B, {oracle.n}), got {x_BxN.shape}")
+  x_BxN = _oracle.validate_point("x_BxN", x_BxN, oracle.n, batch=True)
   B = x_BxN.shape[0]
   key, sub = jax.random.split(state.key)
   states = _oracle.OracleState(count=jnp.zeros((B,), jnp.int32),

@@ -55,7 +55,13 @@ from reprojax.algorithms.comparison_oracle import _oracle
 from reprojax.algorithms.comparison_oracle import _quantum
 
 
-@_jit.jit_when_eager(static_argnames=("oracle", "J"))
+def _check_scale(arguments) -> None:
+  for name in ("x_N", "g_hat_N"):
+    arguments[name] = _oracle.validate_point(name, arguments[name], arguments["oracle"].n)
+  _oracle.validate_positive("t_max", arguments["t_max"])
+
+
+@_jit.jit_when_eager(static_argnames=("oracle", "J"), check=_check_scale)
 def find_scale(oracle, state, x_N, g_hat_N, t_max, J: int = 24):
   r"""Scale :math:`s \approx \|g\|/\|H\|` from ``J`` nonadaptive comparisons.
 
@@ -74,6 +80,8 @@ def find_scale(oracle, state, x_N, g_hat_N, t_max, J: int = 24):
   Returns:
     ``(s, state)``.
   """
+  x_N = _oracle.validate_point("x_N", x_N, oracle.n)
+  g_hat_N = _oracle.validate_point("g_hat_N", g_hat_N, oracle.n)
   t_J = t_max * 2.0 ** (-jnp.arange(J, dtype=x_N.dtype))
   pts = x_N[None, :] - t_J[:, None] * g_hat_N[None, :]
   dec, state = _oracle.compare(oracle, state, jnp.broadcast_to(x_N, pts.shape), pts)
@@ -177,7 +185,7 @@ def normalized_hessian(oracle, state, x_N, key, *, gamma, bits=20, scale=None,
     ``(H_hat_NxN, R_NxN, g_hat_N, state)``: the Frobenius-normalized Hessian, the
     Hessian in units of ``||grad f||``, the normalized gradient, and the state.
   """
-  _oracle.validate_point("x_N", x_N, oracle.n)
+  x_N = _oracle.validate_point("x_N", x_N, oracle.n)
   _oracle.validate_positive("gamma", gamma)
   if scale is not None:
     _oracle.validate_positive("scale", scale)

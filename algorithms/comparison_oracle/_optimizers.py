@@ -79,9 +79,15 @@ class Method(NamedTuple):
   name: str
   init: Callable[..., NamedTuple]
   step: Callable[[NamedTuple], NamedTuple]
+  n: int | None = None  # the dimension of its oracle (x0 must have shape (n,))
 
 
-@_jit.jit_when_eager(static_argnames=("iters",))
+def _check_trust_region(arguments) -> None:
+  got = _common.check_arrays({n: arguments[n] for n in ("g_N", "R_NxN", "r")}, scalars=("r",))
+  arguments.update(got)
+
+
+@_jit.jit_when_eager(static_argnames=("iters",), check=_check_trust_region)
 def trust_region_step(g_N, R_NxN, r, iters: int = 100):
   r"""Exact minimiser of :math:`g^\top d + \frac12 d^\top R d` over :math:`\|d\|\le r`.
 
@@ -100,6 +106,8 @@ def trust_region_step(g_N, R_NxN, r, iters: int = 100):
   Returns:
     ``d_N``, the step.
   """
+  got = _common.check_arrays({"g_N": g_N, "R_NxN": R_NxN, "r": r}, scalars=("r",))
+  g_N, R_NxN, r = got.values()
   if np.ndim(g_N) != 1 or np.shape(R_NxN) != (np.shape(g_N)[0],) * 2:
     raise ValueError(f"g_N must have shape (n,) and R_NxN (n, n), got {np.shape(g_N)} and "
                      f"{np.shape(R_NxN)}")
@@ -190,7 +198,7 @@ def second_order_method(oracle: _oracle.ComparisonOracle, *, rho: float = 1.0,
                             key=key)
 
   name = "ours" if estimator == "classical" else "quantum_sim"
-  return Method(name=name, init=init, step=step)
+  return Method(name=name, init=init, step=step, n=n)
 
 
 def zhang_li_method(oracle: _oracle.ComparisonOracle, *, ell: float = 1.0, gamma: float = 1e-5,
@@ -217,17 +225,24 @@ def zhang_li_method(oracle: _oracle.ComparisonOracle, *, ell: float = 1.0, gamma
         oracle, state.oracle, state.x, jnp.asarray(gamma, state.x.dtype), bits)
     return state._replace(x=state.x - state.step * g_hat, oracle=ost)
 
-  return Method(name="zhang_li", init=init, step=step)
+  return Method(name="zhang_li", init=init, step=step, n=oracle.n)
 
 
 def _validate_run(method, x0_N, eps, n):
   if not isinstance(method, Method):
     raise ValueError(f"method must be a Method, got {type(method).__name__}")
-  _oracle.validate_point("x0_N", x0_N, n)
+  x0_N = _oracle.validate_point("x0_N", x0_N, n)
   _oracle.validate_positive("eps", eps)
+  return x0_N
 
 
-@_jit.jit_when_eager(static_argnames=("method", "num_steps"))
+def _check_run(arguments) -> None:
+  """The eager path of :func:`run` and :func:`queries_to_stationarity`."""
+  arguments["x0_N"] = _validate_run(arguments["method"], arguments["x0_N"], arguments["eps"],
+                                    arguments["method"].n)
+
+
+@_jit.jit_when_eager(static_argnames=("method", "num_steps"), check=_check_run)
 def run(method: Method, x0_N, key, eps, num_steps: int):
   r"""Runs ``num_steps`` iterations of ``method`` from ``x0_N`` (a ``lax.scan``).
 
@@ -244,6 +259,7 @@ def run(method: Method, x0_N, key, eps, num_steps: int):
     ``(final_state, xs_TxN, counts_T)``: the iterates and the comparisons charged so far
     after each iteration.
   """
+  x0_N = _oracle.validate_point("x0_N", x0_N, method.n)  # shapes (values: the eager path)
   state = method.init(x0_N, key, eps)
 
   def body(s, _):
@@ -254,7 +270,7 @@ def run(method: Method, x0_N, key, eps, num_steps: int):
   return final, xs, counts
 
 
-@_jit.jit_when_eager(static_argnames=("method", "monitor"))
+@_jit.jit_when_eager(static_argnames=("method", "monitor"), check=_check_run)
 def queries_to_stationarity(method: Method, monitor: Callable[[jax.Array], jax.Array], x0_N,
                             key, eps, max_steps: int):
   r"""Runs until the evaluator's ``monitor(x) <= eps`` or ``max_steps``; jit/vmap-able.
@@ -263,6 +279,7 @@ def queries_to_stationarity(method: Method, monitor: Callable[[jax.Array], jax.A
   method never sees it. An eager call compiles once per method and monitor object and
   shape (``max_steps`` may change). Returns ``(queries, steps, reached, x_final)``.
   """
+  x0_N = _oracle.validate_point("x0_N", x0_N, method.n)  # shapes (values: the eager path)
   state = method.init(x0_N, key, eps)
 
   def cond(c):
@@ -310,7 +327,7 @@ def find_stationary_point(oracle, x0_N, key, *, eps, method: str = "ours", num_s
   Returns:
     ``(x_N, queries, xs_TxN, counts_T)``.
   """
-  _oracle.validate_point("x0_N", x0_N, oracle.n)
+  x0_N = _oracle.validate_point("x0_N", x0_N, oracle.n)
   _oracle.validate_positive("eps", eps)
   if not isinstance(num_steps, int) or num_steps < 1:
     raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")

@@ -111,6 +111,10 @@ def votes_for(flip_prob: float, num_comparisons: float, failure: float = 0.05) -
   By Hoeffding and a union bound, majorities of ``m`` answers are then all right, over
   ``num_comparisons`` logical comparisons, with probability at least ``1 - failure``.
   """
+  for name, v in (("flip_prob", flip_prob), ("num_comparisons", num_comparisons),
+                  ("failure", failure)):
+    if np.ndim(v) != 0:
+      raise ValueError(f"{name} must be a scalar, got shape {np.shape(v)}")
   if not 0.0 <= flip_prob < 0.5:
     raise ValueError(f"flip_prob must be in [0, 1/2), got {flip_prob}")
   if not (math.isfinite(num_comparisons) and num_comparisons >= 0):
@@ -136,6 +140,11 @@ def compare(oracle: ComparisonOracle, state: OracleState, x_BxN: jax.Array, y_Bx
   Returns:
     ``(bits_B, state)``: booleans and the state with the count (and key) advanced.
   """
+  x_BxN = validate_point("x_BxN", x_BxN, oracle.n, batch=True)
+  y_BxN = validate_point("y_BxN", y_BxN, oracle.n, batch=True)
+  if np.shape(x_BxN) != np.shape(y_BxN):
+    raise ValueError(f"x_BxN and y_BxN must have one shape, got {np.shape(x_BxN)} and "
+                     f"{np.shape(y_BxN)}")
   f = oracle.f
   bits_B = jax.vmap(lambda x, y: f(x) > f(y))(x_BxN, y_BxN)
   B = bits_B.shape[0]
@@ -155,14 +164,14 @@ def compare(oracle: ComparisonOracle, state: OracleState, x_BxN: jax.Array, y_Bx
   return bits_B, OracleState(count=count, key=key)
 
 
-def validate_point(name: str, x, n: int) -> None:
-  """Shape ``(n,)``, floating, finite (for concrete values)."""
-  _common.check_ndim(name, x, 1)
-  if np.shape(x)[0] != n:
-    raise ValueError(f"{name} must have shape ({n},), got {np.shape(x)}")
-  if not jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating):
-    raise ValueError(f"{name} must be floating, got dtype {jnp.asarray(x).dtype}")
-  _common.check_finite(name, x)
+def validate_point(name: str, x, n: int | None = None, *, batch: bool = False):
+  """``x`` as a float array of shape ``(n,)`` (``(B, n)`` with ``batch``), non-empty and
+  finite (for concrete values; integers become float32, a list an array)."""
+  x = _common.check_arrays({name: x}, shapeless=(name,))[name]
+  if np.ndim(x) != 1 + batch or (n is not None and np.shape(x)[-1] != n):
+    want = ("B, " if batch else "") + (str(n) if n is not None else "n")
+    raise ValueError(f"{name} must have shape ({want},), got {np.shape(x)}")
+  return x
 
 
 def validate_positive(name: str, v) -> None:

@@ -76,7 +76,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reprojax.algorithms import _common
 from reprojax.algorithms.comparison_oracle import _jit
 from reprojax.algorithms.comparison_oracle import _oracle
 
@@ -249,7 +248,7 @@ def quantum_normalized_gradient(oracle, state, x_N, key, *, delta: float, gamma,
     ``(u_N, state)``.
   """
   _check_exact(oracle)
-  _oracle.validate_point("x_N", x_N, oracle.n)
+  x_N = _oracle.validate_point("x_N", x_N, oracle.n)
   _oracle.validate_positive("gamma", gamma)
   if not 0 < delta < 1:
     raise ValueError(f"delta must be in (0, 1), got {delta}")
@@ -257,7 +256,12 @@ def quantum_normalized_gradient(oracle, state, x_N, key, *, delta: float, gamma,
   return _quantum_jit(oracle, state, x_N, key, jnp.asarray(gamma, x_N.dtype), params)
 
 
-@_jit.jit_when_eager(static_argnames=("oracle", "params"))
+def _check_batch(arguments) -> None:
+  arguments["x_BxN"] = _oracle.validate_point("x_BxN", arguments["x_BxN"], arguments["oracle"].n,
+                                              batch=True)
+
+
+@_jit.jit_when_eager(static_argnames=("oracle", "params"), check=_check_batch)
 def quantum_gradient_batch(oracle, state, x_BxN, gamma, params: QuantumParams):
   """:func:`quantum_normalized_gradient` (closed-form simulation) at ``B`` points at once.
 
@@ -276,7 +280,7 @@ def quantum_gradient_batch(oracle, state, x_BxN, gamma, params: QuantumParams):
     ``(u_BxN, state)``.
   """
   _check_exact(oracle)
-  _common.check_ndim("x_BxN", x_BxN, 2)
+  x_BxN = _oracle.validate_point("x_BxN", x_BxN, oracle.n, batch=True)
   if x_BxN.shape[1] != oracle.n or params.n != oracle.n:
     raise ValueError(f"x_BxN must have shape (B, {oracle.n}) and params.n {oracle.n}, got "
                      f"{x_BxN.shape} and {params.n}")
@@ -298,8 +302,8 @@ def _grid(n, N, dtype):
 
 def _check_circuit(oracle, x_N, u0_N, gamma, N, M, K=1, B=1.0):
   """ValueError unless the simulator's inputs are valid (host-side functions below)."""
-  _oracle.validate_point("x_N", x_N, oracle.n)
-  _oracle.validate_point("u0_N", u0_N, oracle.n)
+  x_N = _oracle.validate_point("x_N", x_N, oracle.n)
+  u0_N = _oracle.validate_point("u0_N", u0_N, oracle.n)
   _oracle.validate_positive("gamma", gamma)
   if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 2:
     raise ValueError(f"N (grid points per coordinate) must be an int >= 2, got {N!r}")
@@ -308,6 +312,7 @@ def _check_circuit(oracle, x_N, u0_N, gamma, N, M, K=1, B=1.0):
   for name, v in (("M", M), ("B", B)):
     if not (np.ndim(v) == 0 and np.isfinite(v) and v > 0):
       raise ValueError(f"{name} must be a finite scalar > 0, got {v!r}")
+  return x_N, u0_N
 
 
 def register_distribution(oracle, x_N, u0_N, *, gamma, N: int, M: float, K: int, B: float):
@@ -318,7 +323,7 @@ def register_distribution(oracle, x_N, u0_N, *, gamma, N: int, M: float, K: int,
   every basis state); the QFT is ``numpy.fft.fftn(..., norm="ortho")``. Host-side (numpy
   output); the emulated search is one compiled program per oracle, ``K`` and shape.
   """
-  _check_circuit(oracle, x_N, u0_N, gamma, N, M, K, B)
+  x_N, u0_N = _check_circuit(oracle, x_N, u0_N, gamma, N, M, K, B)
   n = x_N.shape[0]
   if N ** n > 2 ** 22:
     raise ValueError(f"statevector too large: N**n = {N}**{n} > 2**22")
@@ -335,7 +340,7 @@ def closed_form_distribution(oracle, x_N, u0_N, *, gamma, N: int, M: float):
   Coordinates are independent with :math:`P(k_i) \propto` the phase-estimation kernel at
   :math:`c_i = M w_i` (module docstring), ``w`` found by a 60-step emulated search. Host-side.
   """
-  _check_circuit(oracle, x_N, u0_N, gamma, N, M)
+  x_N, u0_N = _check_circuit(oracle, x_N, u0_N, gamma, N, M)
   n = x_N.shape[0]
   w = np.asarray(_coherent_search(oracle, x_N, u0_N, jnp.eye(n, dtype=x_N.dtype), gamma,
                                   4.0 * math.sqrt(n) * N, 60), np.float64)
@@ -360,7 +365,7 @@ def statevector_circuit(oracle, x_N, u0_N, *, gamma, N: int, M: float, K: int, B
   ``K`` oracle calls as index permutations of the basis, so a test can check that
   each is a bijection, i.e. a unitary). Host-side (numpy).
   """
-  _check_circuit(oracle, x_N, u0_N, gamma, N, M, K, B)
+  x_N, u0_N = _check_circuit(oracle, x_N, u0_N, gamma, N, M, K, B)
   n = x_N.shape[0]
   G, A = N ** n, 2 ** K
   if G * A > 2 ** 20:
