@@ -15,8 +15,6 @@ raises ``ValueError``).
 
 from __future__ import annotations
 
-import functools
-import inspect
 import re
 from typing import Any, Callable, Mapping, NamedTuple
 
@@ -161,25 +159,3 @@ def check_arrays(named: Mapping[str, Any], *, kinds: Mapping[str, str] | None = 
     out[name] = x
   return out
 
-
-def checked(*, kinds: Mapping[str, str] | None = None, batch: tuple[str, ...] = (),
-            empty_ok: tuple[str, ...] = (), scalars: tuple[str, ...] = (),
-            shapeless: tuple[str, ...] = (), also: tuple[str, ...] = ()
-            ) -> Callable[[Callable], Callable]:
-  """Decorates a public function so :func:`check_arrays` sees its array arguments:
-  every parameter whose name has a shape suffix, those in ``scalars`` and ``also``."""
-  def wrap(fn):
-    sig = inspect.signature(fn)
-    names = [n for n in sig.parameters
-             if axes_of(n) is not None or n in scalars + shapeless + also or n in (kinds or {})]
-
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-      bound = sig.bind(*args, **kwargs)
-      got = check_arrays({n: bound.arguments[n] for n in names if n in bound.arguments},
-                         kinds=kinds, batch=batch, empty_ok=empty_ok, scalars=scalars,
-                         shapeless=shapeless)
-      bound.arguments.update(got)
-      return fn(*bound.args, **bound.kwargs)
-    return wrapped
-  return wrap

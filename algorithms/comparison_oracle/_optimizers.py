@@ -108,13 +108,9 @@ def trust_region_step(g_N, R_NxN, r, iters: int = 100):
   """
   got = _common.check_arrays({"g_N": g_N, "R_NxN": R_NxN, "r": r}, scalars=("r",))
   g_N, R_NxN, r = got.values()
-  if np.ndim(g_N) != 1 or np.shape(R_NxN) != (np.shape(g_N)[0],) * 2:
-    raise ValueError(f"g_N must have shape (n,) and R_NxN (n, n), got {np.shape(g_N)} and "
+  if np.shape(R_NxN) != (np.shape(g_N)[0],) * 2:  # (check_arrays: g_N 1-D, finite; r 0-d)
+    raise ValueError(f"R_NxN must have shape (n, n) with n = len(g_N), got {np.shape(g_N)} and "
                      f"{np.shape(R_NxN)}")
-  if np.ndim(r) != 0:
-    raise ValueError(f"r must be a scalar, got shape {np.shape(r)}")
-  for name, v in (("g_N", g_N), ("R_NxN", R_NxN), ("r", r)):
-    _common.check_finite(name, v)
   if _common.is_concrete(r) and not np.asarray(r) > 0:
     raise ValueError(f"r must be > 0, got {r}")
   lam, V = _linalg.eigh(R_NxN)

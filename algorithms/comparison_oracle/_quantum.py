@@ -281,9 +281,8 @@ def quantum_gradient_batch(oracle, state, x_BxN, gamma, params: QuantumParams):
   """
   _check_exact(oracle)
   x_BxN = _oracle.validate_point("x_BxN", x_BxN, oracle.n, batch=True)
-  if x_BxN.shape[1] != oracle.n or params.n != oracle.n:
-    raise ValueError(f"x_BxN must have shape (B, {oracle.n}) and params.n {oracle.n}, got "
-                     f"{x_BxN.shape} and {params.n}")
+  if params.n != oracle.n:
+    raise ValueError(f"params.n must be the oracle's dimension {oracle.n}, got {params.n}")
   B = x_BxN.shape[0]
   key, sub = jax.random.split(state.key)
   keys = jax.random.split(sub, B)

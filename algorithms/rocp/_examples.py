@@ -107,7 +107,7 @@ EXAMPLES = (
             bad_args=(np.ones((_A, _Y)), np.ones((_N, _Y), bool), 1.5)),
     Example("rocp_full", rocp, _split_args, bad_args=_BAD_SPLIT),
     Example("lac", lac, _split_args,
-            bad_args=(_BAD_SPLIT[0] * np.nan,) + _BAD_SPLIT[1:]),
+            bad_args=(_BAD_SPLIT[0] * np.nan,) + _BAD_SPLIT[1:], ranges={4: (0.0, 1.0)}),
     Example("aps", aps, _split_args, bad_args=_BAD_SPLIT),
     Example("raps", raps, _split_args, bad_args=_BAD_SPLIT),
     Example("rac", rac, _split_args, bad_args=_BAD_SPLIT[:3] + (None, 0.2)),
@@ -120,7 +120,8 @@ EXAMPLES = (
     Example("oracle_calibrate", _padding_marked(oracle_calibrate),
             lambda k: (_probs(k, _N), _loss(jax.random.fold_in(k, 1))),
             bad_args=(_BAD_PROBS, np.ones((_A, _Y), np.float32)), derived_sizes=True),
-    Example("threshold", threshold, _path_args, bad_args=(_NP_PATH, 1.5)),
+    Example("threshold", threshold, _path_args, bad_args=(_NP_PATH, 1.5),
+            ranges={3: (0.0, 1.0)}),  # leaves: beta_E, count_E, n, alpha
     Example("predict_full", predict, _predict_args,
             bad_args=(_NP_PATH, np.full((_M, _Y), 0.3, np.float32), np.ones((_A, _Y), np.float32),
                       0.2)),
@@ -133,7 +134,7 @@ EXAMPLES = (
             derived_sizes=True),  # 1 + A Y candidate levels
     Example("conformal_quantile", conformal_quantile,
             lambda k: (jax.random.uniform(k, (_N,)), _alpha(jax.random.fold_in(k, 1))),
-            bad_args=(np.full((_N,), np.nan, np.float32), 0.1)),
+            bad_args=(np.full((_N,), np.nan, np.float32), 0.1), ranges={1: (0.0, 1.0)}),
     Example("decision_metrics", decision_metrics, _metrics_args,
             bad_args=(np.ones((_M, _Y), bool), np.zeros((_M,), np.int32),
                       np.zeros((_M,), np.int32), np.ones((_A, _Y), np.float32),

@@ -61,10 +61,8 @@ def select_level(probs_Y: jax.Array, loss_AxY: jax.Array, beta: jax.Array):
   """
   _check_probs_loss(probs_Y, loss_AxY, "probs_Y", ndim=1)
   beta = _common.check_arrays({"beta": beta}, scalars=("beta",), inf_ok=("beta",))["beta"]
-  if _common.is_concrete(beta):
-    b = np.asarray(beta)
-    if np.isnan(b).any() or (b < 0).any():
-      raise ValueError(f"beta must be >= 0 (or +inf), got {b}")
+  if _common.is_concrete(beta) and np.asarray(beta) < 0:
+    raise ValueError(f"beta must be >= 0 (or +inf), got {beta}")
   return _select_level(jnp.asarray(probs_Y), jnp.asarray(loss_AxY), jnp.asarray(beta))
 
 

@@ -32,10 +32,9 @@ def check_probs(name: str, probs: Any) -> None:
 def check_loss(name: str, loss_AxY: Any, num_labels: int | None = None) -> None:
   """``loss_AxY`` is a finite (A, Y) matrix with A >= 1 and Y matching ``num_labels``."""
   _common.check_ndim(name, loss_AxY, 2)
-  if not _common.is_concrete(loss_AxY) or np.asarray(loss_AxY).dtype.kind != "f":
-    dtype = np.asarray(loss_AxY).dtype if _common.is_concrete(loss_AxY) else loss_AxY.dtype
-    if not np.issubdtype(dtype, np.floating):
-      raise ValueError(f"{name} must be floating point, got dtype {dtype}")
+  dtype = np.asarray(loss_AxY).dtype if _common.is_concrete(loss_AxY) else loss_AxY.dtype
+  if not np.issubdtype(dtype, np.floating):
+    raise ValueError(f"{name} must be floating point, got dtype {dtype}")
   if np.shape(loss_AxY)[0] < 1:
     raise ValueError(f"{name} must have at least one action (row), got shape {np.shape(loss_AxY)}")
   if num_labels is not None and np.shape(loss_AxY)[1] != num_labels:
