@@ -105,14 +105,16 @@ def _as_array(name: str, x: Any) -> Any:
 def check_arrays(named: Mapping[str, Any], *, kinds: Mapping[str, str] | None = None,
                  batch: tuple[str, ...] = (), empty_ok: tuple[str, ...] = (),
                  scalars: tuple[str, ...] = (), shapeless: tuple[str, ...] = (),
-                 inf_ok: tuple[str, ...] = ()) -> dict[str, Any]:
+                 inf_ok: tuple[str, ...] = (), nan_ok: tuple[str, ...] = ()
+                 ) -> dict[str, Any]:
   """Validates array arguments by what their names promise; returns them as arrays.
 
   A name's shape suffix (``x_BxN``, ``W_KxK``, ``mask_N``, ``betas_2``) fixes its
   ndim (names in ``batch`` may carry extra leading axes) and its axis sizes: one
   letter is one size across all the named arrays, a number is that size. Names in
   ``scalars`` must be 0-d; names in ``shapeless`` get no shape check (the caller
-  checks their ndim); names in ``inf_ok`` may hold infinities (not NaN). Every axis must be non-empty (unless the name is in
+  checks their ndim); names in ``inf_ok`` may hold infinities (not NaN), names in
+  ``nan_ok`` any value. Every axis must be non-empty (unless the name is in
   ``empty_ok``). ``kinds`` maps a name to ``"float"`` (the default: ints and bools
   are converted to float32), ``"int"``, ``"bool"``, ``"index"`` (int or bool) or
   ``"number"`` (any, unconverted); concrete float arrays must be finite. Lists and
@@ -151,7 +153,9 @@ def check_arrays(named: Mapping[str, Any], *, kinds: Mapping[str, str] | None = 
         sizes.setdefault(ax, (name, n))
     if 0 in shape and name not in empty_ok:
       raise ValueError(f"{name} must not be empty, got shape {shape}")
-    if name in inf_ok:
+    if name in nan_ok:
+      pass
+    elif name in inf_ok:
       if is_concrete(x) and np.isnan(np.asarray(x, np.float64)).any():
         raise ValueError(f"{name} must not hold NaN")
     else:

@@ -200,7 +200,11 @@ def verdict(ex, slug: str, args, base_out, m: Mutation) -> str | None:
       return (f"{what}: {type(e).__name__} raised inside {os.path.basename(frame.filename)}"
               f":{frame.lineno}, not by our validation: {msg[:160]}")
     names = argument_names(ex, slug)
-    if not any(re.search(rf"\b{re.escape(n)}\b", msg) for n in names):
+    said = set()  # the message's identifiers, each also by its stem and its last field
+    for token in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", msg):
+      for t in (token, token.rsplit(".", 1)[-1]):
+        said |= {t, re.sub(r"_[A-Z0-9]+(x[A-Z0-9]+)*$", "", t)}
+    if not said & names:
       return f"{what}: the message names no argument: {msg[:160]}"
     return None
   except Exception as e:  # noqa: BLE001  (any other exception is the finding)

@@ -15,8 +15,12 @@ from reprojax.algorithms import _common
 MAX_EXACT_K = 20  # exact enumeration of {0,1}^K: 2^20 states is the limit
 
 
-def check_votes(votes_NxK, name: str = "votes_NxK") -> None:
-  """Votes: an int array (N, K) with entries in {-1 (missing), 0, 1}; each item has a vote."""
+def check_votes(votes_NxK, name: str = "votes_NxK"):
+  """Votes: an int array (N, K) with entries in {-1 (missing), 0, 1}; each item has a vote.
+
+  Returns the votes as an array (a list becomes one)."""
+  votes_NxK = _common.check_arrays({name: votes_NxK}, kinds={name: "number"},
+                                   shapeless=(name,), empty_ok=(name,))[name]
   _common.check_ndim(name, votes_NxK, 2)
   dtype = jnp.asarray(votes_NxK).dtype if not hasattr(votes_NxK, "dtype") else votes_NxK.dtype
   if not (jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.bool_)):
@@ -34,6 +38,7 @@ def check_votes(votes_NxK, name: str = "votes_NxK") -> None:
     if empty.size:
       raise ValueError(f"{name}: {empty.size} item(s) have no vote (all -1), first at row "
                        f"{int(empty[0])}; drop them before aggregating")
+  return votes_NxK
 
 
 def check_exact_k(k: int, what: str) -> None:
@@ -42,8 +47,12 @@ def check_exact_k(k: int, what: str) -> None:
                      "use the Gibbs sampler or the pseudo-likelihood E-step for larger K")
 
 
-def check_field_couplings(h_K, W_KxK, name: str = "") -> None:
-  """A field (K,) and a symmetric, zero-diagonal coupling matrix (K, K)."""
+def check_field_couplings(h_K, W_KxK, name: str = ""):
+  """A field (K,) and a symmetric, zero-diagonal coupling matrix (K, K); returns both
+  as float arrays."""
+  got = _common.check_arrays({f"h{name}": h_K, f"W{name}": W_KxK},
+                             shapeless=(f"h{name}", f"W{name}"))
+  h_K, W_KxK = got.values()
   _common.check_ndim(f"h{name}", h_K, 1)
   _common.check_ndim(f"W{name}", W_KxK, 2)
   k = np.shape(h_K)[0]
@@ -59,7 +68,18 @@ def check_field_couplings(h_K, W_KxK, name: str = "") -> None:
     if np.any(np.diag(w) != 0):
       raise ValueError(f"W{name} must have a zero diagonal (for J in {{0,1}} a diagonal term is a "
                        f"field: add it to h), got max |diag| = {np.max(np.abs(np.diag(w))):.3g}")
+  return h_K, W_KxK
 
 
-def check_prob(name: str, p) -> None:
+def check_prob(name: str, p, batch_shape: tuple[int, ...] = ()):
+  """A probability in (0, 1): a scalar or an array that broadcasts to ``batch_shape``."""
+  p = _common.check_arrays({name: p}, shapeless=(name,))[name]
+  try:
+    ok = np.broadcast_shapes(np.shape(p), batch_shape) == tuple(batch_shape)
+  except ValueError:
+    ok = False
+  if not ok:
+    raise ValueError(f"{name} must be a scalar or broadcast to {tuple(batch_shape)}, got shape "
+                     f"{np.shape(p)}")
   _common.check_in_range(name, p, 0.0, 1.0, lo_open=True, hi_open=True)
+  return p

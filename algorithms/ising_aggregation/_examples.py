@@ -144,7 +144,7 @@ EXAMPLES = (
                          jax.random.normal(key, (_K,)), jnp.float32(0.5)),
             (_bad_votes(), np.zeros(_K, np.float32), np.zeros(_K, np.float32),
              np.zeros(_K, np.float32), np.float32(0.5))),
-    Example("all_states", lambda h, w: ising_energy(all_states(h.shape[0]), h, w),
+    Example("all_states", lambda h, w: ising_energy(all_states(_K), h, w),
             lambda key: _model(key), _BIG),
     Example("ising_energy", ising_energy,
             lambda key: (jnp.maximum(_votes(key), 0), *_model(key)), None),

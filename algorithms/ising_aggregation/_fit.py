@@ -400,10 +400,12 @@ def _check_missing(votes_NxK, missing):
 
 
 def _check_posteriors(name, q, shape):
-  """Soft labels of the given shape, finite, in [0, 1]."""
+  """Soft labels of the given shape, finite, in [0, 1]; returned as an array."""
+  q = _common.check_arrays({name: q}, shapeless=(name,))[name]
   if np.shape(q) != tuple(shape):
     raise ValueError(f"{name} must have shape {tuple(shape)}, got {np.shape(q)}")
   _common.check_in_range(name, q, 0.0, 1.0)
+  return q
 
 
 def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
@@ -468,7 +470,7 @@ def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
     Hoefling & Tibshirani, "Estimation of sparse binary pairwise Markov networks
     using pseudo-likelihoods" (JMLR 2009); Ravikumar, Wainwright & Lafferty (2010).
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   n, k = votes_NxK.shape
   labels_N = _check_labels(labels_N, n)
   if e_step is None:
@@ -482,7 +484,7 @@ def fit_ising_em(votes_NxK: jax.Array, labels_N: jax.Array | None = None, *,
   if num_starts < 1:
     raise ValueError(f"num_starts must be >= 1, got {num_starts}")
   if init_N is not None:
-    _check_posteriors("init_N", init_N, (n,))
+    init_N = _check_posteriors("init_N", init_N, (n,))
   if num_starts == 1 and m_step == "exact":
     return _fit_em_exact(votes_NxK, jnp.asarray(labels_N), l2, l2_field, tol,
                          jnp.asarray(bool(class_dependent)), e_step=e_step,
@@ -531,11 +533,11 @@ def ising_em_starts(key: jax.Array, votes_NxK: jax.Array, num_starts: int,
   Returns:
     starts_SxN, each row a posterior P(Y_i = 1) in [0, 1].
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   if num_starts < 1:
     raise ValueError(f"num_starts must be >= 1, got {num_starts}")
   if first_N is not None:
-    _check_posteriors("first_N", first_N, (votes_NxK.shape[0],))
+    first_N = _check_posteriors("first_N", first_N, (votes_NxK.shape[0],))
   return _starts_jit(key, votes_NxK, num_starts=int(num_starts), ds_posterior_N=first_N)
 
 
@@ -591,7 +593,7 @@ def fit_ising_em_runs(votes_NxK: jax.Array, labels_RxN: jax.Array, init_RxN: jax
   References:
     The paper, Section 4 (EM for the Ising models); Dempster, Laird & Rubin (1977).
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   n, k = votes_NxK.shape
   _check_options(e_step, k, l2, l2_field, "exact")
   r = np.shape(class_dependent_R)[0] if np.ndim(class_dependent_R) == 1 else -1
@@ -599,7 +601,7 @@ def fit_ising_em_runs(votes_NxK: jax.Array, labels_RxN: jax.Array, init_RxN: jax
     raise ValueError(f"class_dependent_R must be a non-empty 1-D array, got shape "
                      f"{np.shape(class_dependent_R)}")
   _check_labels_2d(labels_RxN, r, n)
-  _check_posteriors("init_RxN", init_RxN, (r, n))
+  init_RxN = _check_posteriors("init_RxN", init_RxN, (r, n))
   if max_iters < 0 or newton_steps < 1:
     raise ValueError(f"need max_iters >= 0 and newton_steps >= 1, got {max_iters}, {newton_steps}")
   missing = _check_missing(votes_NxK, missing)
@@ -627,27 +629,40 @@ def best_ising_fit(fits_R: IsingFit, votes_NxK: jax.Array,
   Returns:
     IsingFit of one run (no run axis).
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   n = votes_NxK.shape[0]
   if not isinstance(fits_R, IsingFit):
     raise ValueError(f"fits_R must be an IsingFit, got {type(fits_R).__name__}")
-  if np.ndim(fits_R.log_lik) != 1 or np.shape(fits_R.posterior_N)[1:] != (n,):
-    raise ValueError(f"fits_R must have a leading run axis and posteriors over {n} items, got "
-                     f"log_lik {np.shape(fits_R.log_lik)}, "
-                     f"posterior {np.shape(fits_R.posterior_N)}")
+  k = votes_NxK.shape[1]
+  got = _common.check_arrays(
+      {"votes_NxK": votes_NxK, "prior_R": fits_R.params.prior, "h_Rx2xK": fits_R.params.h_2xK,
+       "W_Rx2xKxK": fits_R.params.W_2xKxK, "posterior_RxN": fits_R.posterior_N,
+       "num_iters_R": fits_R.num_iters, "log_lik_R": fits_R.log_lik},
+      kinds={"votes_NxK": "number", "num_iters_R": "number"},
+      nan_ok=("log_lik_R",))  # non-finite: a failed or pseudo-likelihood run (it never wins)
+  if np.shape(got["h_Rx2xK"])[1:] != (2, k):
+    raise ValueError(f"fits_R.params.h_2xK must have shape (R, 2, {k}), got "
+                     f"{np.shape(got['h_Rx2xK'])}")
+  _, prior, h, w, q, iters, ll = got.values()
+  fits_R = IsingFit(IsingParams(prior, h, w), q, iters, ll)
   labels_N = _check_labels(labels_N, n)
   return _best_run_jit(fits_R, votes_NxK, jnp.asarray(labels_N))
 
 
 def _check_params(params, k):
+  """``params`` for K judges, its arrays converted (a list becomes an array)."""
   if not isinstance(params, IsingParams):
     raise ValueError(f"params must be an IsingParams, got {type(params).__name__}")
+  params = IsingParams(*_common.check_arrays(
+      {"prior": params.prior, "h_2xK": params.h_2xK, "W_2xKxK": params.W_2xKxK},
+      shapeless=("prior", "h_2xK", "W_2xKxK")).values())
   if np.shape(params.h_2xK) != (2, k) or np.shape(params.W_2xKxK) != (2, k, k):
     raise ValueError(f"params must hold h_2xK (2, {k}) and W_2xKxK (2, {k}, {k}) to match the "
                      f"votes, got {np.shape(params.h_2xK)}, {np.shape(params.W_2xKxK)}")
   for c in (0, 1):
     _checks.check_field_couplings(params.h_2xK[c], params.W_2xKxK[c], str(c))
   _common.check_in_range("params.prior", params.prior, 0.0, 1.0)  # clipped to (1e-6, 1 - 1e-6)
+  return params
 
 
 def ising_mixture_log_lik(votes_NxK: jax.Array, params: IsingParams,
@@ -665,10 +680,10 @@ def ising_mixture_log_lik(votes_NxK: jax.Array, params: IsingParams,
   Returns:
     A scalar.
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   k = votes_NxK.shape[1]
   _checks.check_exact_k(k, "ising_mixture_log_lik")
-  _check_params(params, k)
+  params = _check_params(params, k)
   return _mixture_log_lik_jit(votes_NxK, params, missing=_check_missing(votes_NxK, missing))
 
 
@@ -702,7 +717,7 @@ def fit_ising_supervised(votes_NxK: jax.Array, labels_N: jax.Array, *,
   References:
     Besag (1975); Hoefling & Tibshirani (2009); the paper's supervised variant.
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   n, k = votes_NxK.shape
   if labels_N is None:
     raise ValueError("labels_N is required for the supervised fit")
@@ -724,7 +739,7 @@ def ising_fit_posterior(votes_NxK: jax.Array, params: IsingParams, e_step: str =
   difference of the two classes' pseudo-log-likelihoods (any K). ``missing`` as in
   :func:`ising_mixture_log_lik`. Returns p1_N.
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   _check_options(e_step, votes_NxK.shape[1], 0.0, 0.0)
-  _check_params(params, votes_NxK.shape[1])
+  params = _check_params(params, votes_NxK.shape[1])
   return _e_step_jit(votes_NxK, params, e_step=e_step, missing=_check_missing(votes_NxK, missing))

@@ -37,7 +37,9 @@ def _float(x):
 
 
 def ising_energy(J_NxK, h_K, W_KxK):
-  """The unnormalized log-probability h . J + J^T W J / 2 per row (no validation)."""
+  """The unnormalized log-probability h . J + J^T W J / 2 per row (shapes checked)."""
+  J_NxK, h_K, W_KxK = _common.check_arrays({"J_NxK": J_NxK, "h_K": h_K, "W_KxK": W_KxK},
+                                           kinds={"J_NxK": "number"}).values()
   J = _float(J_NxK)
   return J @ _float(h_K) + 0.5 * jnp.einsum("nk,kl,nl->n", J, _float(W_KxK), J)
 
@@ -74,7 +76,7 @@ def ising_marginals(h_K: jax.Array, W_KxK: jax.Array) -> IsingMoments:
   References:
     The paper's Section 3 (Ising model of judges); exact enumeration is feasible for K <= 20.
   """
-  _checks.check_field_couplings(h_K, W_KxK)
+  h_K, W_KxK = _checks.check_field_couplings(h_K, W_KxK)
   _checks.check_exact_k(np.shape(h_K)[0], "ising_marginals")
   return _ising_marginals(h_K, W_KxK)
 
@@ -134,8 +136,8 @@ def ising_log_prob(votes_NxK: jax.Array, h_K: jax.Array, W_KxK: jax.Array) -> ja
   Returns:
     logp_N.
   """
-  _checks.check_votes(votes_NxK)
-  _checks.check_field_couplings(h_K, W_KxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
+  h_K, W_KxK = _checks.check_field_couplings(h_K, W_KxK)
   _checks.check_exact_k(np.shape(h_K)[0], "ising_log_prob")
   if votes_NxK.shape[1] != np.shape(h_K)[0]:
     raise ValueError(f"votes_NxK has {votes_NxK.shape[1]} judges but h has {np.shape(h_K)[0]}")
@@ -180,15 +182,15 @@ def ising_posterior(votes_NxK: jax.Array, h0_K: jax.Array, h1_K: jax.Array, W0_K
     The paper's Proposition on the quadratic Bayes log-odds (class-dependent Ising)
     and its linear reduction for class-independent couplings.
   """
-  _checks.check_votes(votes_NxK)
-  _checks.check_field_couplings(h0_K, W0_KxK, "0")
-  _checks.check_field_couplings(h1_K, W1_KxK, "1")
+  votes_NxK = _checks.check_votes(votes_NxK)
+  h0_K, W0_KxK = _checks.check_field_couplings(h0_K, W0_KxK, "0")
+  h1_K, W1_KxK = _checks.check_field_couplings(h1_K, W1_KxK, "1")
   k = votes_NxK.shape[1]
   if np.shape(h0_K) != (k,) or np.shape(h1_K) != (k,):
     raise ValueError(f"h0_K, h1_K must have shape ({k},) to match votes, got "
                      f"{np.shape(h0_K)}, {np.shape(h1_K)}")
   _checks.check_exact_k(k, "ising_posterior")
-  _checks.check_prob("prior", prior)
+  prior = _checks.check_prob("prior", prior, votes_NxK.shape[:1])
   if _common.is_concrete(votes_NxK):
     has = bool(np.any(np.asarray(votes_NxK) < 0))
     if missing is not None and has and not missing:
@@ -210,7 +212,7 @@ def ising_sample(key: jax.Array, h_K: jax.Array, W_KxK: jax.Array, num_samples: 
   Returns:
     J_MxK int32, M = num_samples.
   """
-  _checks.check_field_couplings(h_K, W_KxK)
+  h_K, W_KxK = _checks.check_field_couplings(h_K, W_KxK)
   _checks.check_exact_k(np.shape(h_K)[0], "ising_sample")
   return _ising_sample(key, h_K, W_KxK, num_samples=int(num_samples))
 
@@ -256,7 +258,7 @@ def ising_gibbs(key: jax.Array, h_K: jax.Array, W_KxK: jax.Array, num_chains: in
   References:
     Geman & Geman (1984); the paper uses sampling for K beyond exact enumeration.
   """
-  _checks.check_field_couplings(h_K, W_KxK)
+  h_K, W_KxK = _checks.check_field_couplings(h_K, W_KxK)
   if num_chains < 1 or num_sweeps < 1:
     raise ValueError(f"num_chains and num_sweeps must be >= 1, got {num_chains}, {num_sweeps}")
   return _ising_gibbs(key, h_K, W_KxK, num_chains=int(num_chains), num_sweeps=int(num_sweeps))

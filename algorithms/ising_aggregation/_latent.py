@@ -93,13 +93,13 @@ def latent_factor_posterior(votes_NxK: jax.Array, a0_K: jax.Array, a1_K: jax.Arr
   References:
     The paper's latent-factor model (Section 3); Gauss-Hermite quadrature.
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   k = votes_NxK.shape[1]
-  for name, x in (("a0_K", a0_K), ("a1_K", a1_K), ("lam_K", lam_K)):
-    if np.shape(x) != (k,):
-      raise ValueError(f"{name} must have shape ({k},), got {np.shape(x)}")
-    _common.check_finite(name, x)
-  _checks.check_prob("prior", prior)
+  got = _common.check_arrays({"a0_K": a0_K, "a1_K": a1_K, "lam_K": lam_K})
+  a0_K, a1_K, lam_K = got.values()
+  if np.shape(a0_K) != (k,):
+    raise ValueError(f"a0_K, a1_K and lam_K must have shape ({k},), got {np.shape(a0_K)}")
+  prior = _checks.check_prob("prior", prior, votes_NxK.shape[:1])
   return _lf_posterior(votes_NxK, a0_K, a1_K, lam_K, prior, num_nodes=int(num_nodes))
 
 
@@ -185,7 +185,7 @@ def fit_latent_factor_em(votes_NxK: jax.Array, *, num_nodes: int = 16, lam_init:
   References:
     The paper's latent-factor model; Bock & Aitkin (1981), EM with quadrature for item-factor models.
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   if num_nodes < 1 or max_iters < 0 or newton_steps < 1:
     raise ValueError("need num_nodes >= 1, max_iters >= 0, newton_steps >= 1")
   _common.check_in_range("l2", l2, 0.0)

@@ -7,6 +7,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from reprojax.algorithms import _common
+
 
 @jax.jit
 def accuracy(p1_N: jax.Array, labels_N: jax.Array) -> jax.Array:
@@ -22,13 +24,19 @@ def log_loss(p1_N: jax.Array, labels_N: jax.Array, eps: float = 1e-6) -> jax.Arr
   return -jnp.mean(jnp.where(y, jnp.log(p), jnp.log1p(-p)))
 
 
-@functools.partial(jax.jit, static_argnames=("num_bins",))
 def expected_calibration_error(p1_N: jax.Array, labels_N: jax.Array, num_bins: int = 10) -> jax.Array:
   """ECE: sum_b (n_b / N) |acc_b - conf_b| over equal-width bins of confidence max(p, 1 - p).
 
   References:
     Guo et al., "On calibration of modern neural networks" (ICML 2017).
   """
+  got = _common.check_arrays({"p1_N": p1_N, "labels_N": labels_N}, kinds={"labels_N": "index"})
+  _common.check_in_range("p1_N", got["p1_N"], 0.0, 1.0)
+  return _ece(*got.values(), num_bins=num_bins)
+
+
+@functools.partial(jax.jit, static_argnames=("num_bins",))
+def _ece(p1_N, labels_N, num_bins):
   conf = jnp.maximum(p1_N, 1 - p1_N)
   correct = ((p1_N > 0.5) == (labels_N == 1)).astype(conf.dtype)
   b = jnp.clip(jnp.floor((conf - 0.5) * 2 * num_bins).astype(jnp.int32), 0, num_bins - 1)

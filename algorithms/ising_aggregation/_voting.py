@@ -12,6 +12,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from reprojax.algorithms import _common
 from reprojax.algorithms.ising_aggregation import _checks
 
 EPS = 1e-10  # probability floor of the Dawid-Skene M-step (as in crowd-kit)
@@ -49,7 +50,7 @@ def majority_vote(votes_NxK: jax.Array) -> jax.Array:
   References:
     Dawid & Skene (1979); Zheng et al., "Truth inference in crowdsourcing" (PVLDB 2017).
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   return _majority_vote(votes_NxK)
 
 
@@ -77,12 +78,12 @@ def weighted_vote(votes_NxK: jax.Array, weights_K: jax.Array, bias: jax.Array | 
   References:
     Nitzan & Paroush (1982), optimal decisive rules; the paper's eq. for the CI rule.
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   k = votes_NxK.shape[1]
+  got = _common.check_arrays({"weights_K": weights_K, "bias": bias}, scalars=("bias",))
+  weights_K, bias = got.values()
   if jnp.shape(weights_K) != (k,):
     raise ValueError(f"weights_K must have shape ({k},), got {jnp.shape(weights_K)}")
-  if jnp.ndim(bias) != 0:
-    raise ValueError(f"bias must be a scalar, got shape {jnp.shape(bias)}")
   return _weighted_vote(votes_NxK, weights_K, bias)
 
 
@@ -119,13 +120,14 @@ def ci_posterior(votes_NxK: jax.Array, sensitivity_K: jax.Array, specificity_K: 
   References:
     Dawid & Skene (1979); the paper's Section 3 (CI baseline weights).
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   k = votes_NxK.shape[1]
-  for name, x in (("sensitivity_K", sensitivity_K), ("specificity_K", specificity_K)):
-    if jnp.shape(x) != (k,):
-      raise ValueError(f"{name} must have shape ({k},), got {jnp.shape(x)}")
-    _checks.check_prob(name, x)
-  _checks.check_prob("prior", prior)
+  sensitivity_K = _checks.check_prob("sensitivity_K", sensitivity_K, (k,))
+  specificity_K = _checks.check_prob("specificity_K", specificity_K, (k,))
+  if jnp.shape(sensitivity_K) != (k,) or jnp.shape(specificity_K) != (k,):
+    raise ValueError(f"sensitivity_K and specificity_K must have shape ({k},), got "
+                     f"{jnp.shape(sensitivity_K)} and {jnp.shape(specificity_K)}")
+  prior = _checks.check_prob("prior", prior, votes_NxK.shape[:1])
   return _ci_posterior(votes_NxK, sensitivity_K, specificity_K, prior)
 
 
@@ -223,7 +225,7 @@ def _ds_init(votes_NxK, two_coin: bool = True):
 
 def dawid_skene_init(votes_NxK: jax.Array, two_coin: bool = True) -> DawidSkeneState:
   """Dawid-Skene's EM start: majority-vote soft labels, their prior and error rates."""
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   return _ds_init(votes_NxK, two_coin=two_coin)
 
 
@@ -286,7 +288,7 @@ def dawid_skene(votes_NxK: jax.Array, *, two_coin: bool = True, max_iters: int =
     Dawid & Skene, "Maximum likelihood estimation of observer error-rates using
     the EM algorithm" (1979); Zhang et al., "Spectral methods meet EM" (JMLR 2016).
   """
-  _checks.check_votes(votes_NxK)
+  votes_NxK = _checks.check_votes(votes_NxK)
   if max_iters < 1:
     raise ValueError(f"max_iters must be >= 1, got {max_iters}")
   return _dawid_skene(votes_NxK, tol, two_coin=bool(two_coin), max_iters=jnp.asarray(max_iters, jnp.int32))
