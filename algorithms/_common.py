@@ -82,6 +82,8 @@ def check_in_range(name: str, x: Any, lo: float | None = None, hi: float | None 
 
 _SUFFIX = re.compile(r"_((?:[A-Z]|\d+)(?:x(?:[A-Z]|\d+))*)$")
 _KINDS = {"float": "biuf", "int": "iu", "bool": "b", "index": "biu", "number": "biuf"}
+_KIND_WORDS = {"float": "real (float, int or bool)", "int": "integer", "bool": "boolean",
+               "index": "integer or boolean", "number": "numeric"}
 
 
 def axes_of(name: str) -> tuple[str, ...] | None:
@@ -122,7 +124,7 @@ def check_arrays(named: Mapping[str, Any], *, kinds: Mapping[str, str] | None = 
   Raises ``ValueError`` naming the argument (``TypeError`` for a non-array).
   """
   kinds = dict(kinds or {})
-  out, sizes = {}, {}
+  out, sizes, shapes = {}, {}, {}
   for name, x in named.items():
     if x is None:
       out[name] = x
@@ -131,12 +133,12 @@ def check_arrays(named: Mapping[str, Any], *, kinds: Mapping[str, str] | None = 
     kind = kinds.get(name, "float")
     dtype = np.dtype(x.dtype) if not jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else None
     if dtype is None or dtype.kind not in _KINDS[kind]:
-      raise ValueError(f"{name} must hold {kind} values, got dtype {x.dtype}")
+      raise ValueError(f"{name} must hold {_KIND_WORDS[kind]} values, got dtype {x.dtype}")
     if kind == "float" and dtype.kind in "biu":
       x = x.astype(np.float32) if isinstance(x, (np.ndarray, np.generic)) else (
           x.astype(jnp.float32))
     axes = () if name in scalars else None if name in shapeless else axes_of(name)
-    shape = tuple(np.shape(x))
+    shape = shapes[name] = tuple(np.shape(x))
     if axes is not None:
       extra = len(shape) - len(axes)
       if extra < 0 or (extra > 0 and name not in batch):
@@ -148,8 +150,11 @@ def check_arrays(named: Mapping[str, Any], *, kinds: Mapping[str, str] | None = 
           raise ValueError(f"{name} must have an axis of size {ax}, got shape {shape}")
         if ax in sizes and sizes[ax][1] != n:
           other, m = sizes[ax]
-          raise ValueError(f"{name} and {other} must agree on axis {ax}, got {n} and {m} "
-                           f"(shapes {shape} and {np.shape(out[other])})")
+          if other == name:
+            raise ValueError(f"{name} must be square (its {ax} axes of one size), got shape "
+                             f"{shape}")
+          raise ValueError(f"{name} and {other} must share the length of axis {ax}, got {n} "
+                           f"and {m} (shapes {shape} and {shapes[other]})")
         sizes.setdefault(ax, (name, n))
     if 0 in shape and name not in empty_ok:
       raise ValueError(f"{name} must not be empty, got shape {shape}")

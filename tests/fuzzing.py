@@ -202,7 +202,7 @@ def verdict(ex, slug: str, args, base_out, m: Mutation) -> str | None:
     names = argument_names(ex, slug)
     said = set()  # the message's identifiers, each also by its stem and its last field
     for token in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", msg):
-      for t in (token, token.rsplit(".", 1)[-1]):
+      for t in [token] + token.split("."):
         said |= {t, re.sub(r"_[A-Z0-9]+(x[A-Z0-9]+)*$", "", t)}
     if not said & names:
       return f"{what}: the message names no argument: {msg[:160]}"

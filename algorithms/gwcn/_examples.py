@@ -149,7 +149,8 @@ EXAMPLES = (
             _transfer_args,
             bad_args=(np.ones((_N, 3), np.float32), np.ones((_N, 2), np.float32))),
     Example("limit_shift", lambda a, b: limit_shift(a, b, normalized=True), _limit_args,
-            bad_args=(np.ones((6, 5), np.float32), np.ones((4, 6), np.float32))),
+            bad_args=(np.ones((6, 5), np.float32), np.ones((4, 6), np.float32)),
+            derived_sizes=True),  # (N + Q) x (N + Q)
     Example("propagate_sparse", lambda s, r, w, x: propagate(SparseOperator(s, r, w), x),
             _edges_and_signal, bad_args=(*_ring_np()[1], np.ones(_N, np.float32))),
     Example("propagate_chunked", lambda s, r, w, x: propagate(SparseOperator(s, r, w), x, 8),

@@ -44,6 +44,8 @@ import numpy as np
 
 from reprojax.algorithms import _common
 from reprojax.algorithms.gwcn._propagate import SparseOperator
+from reprojax.algorithms.gwcn._propagate import check_edge_arrays as _check_edge_arrays
+from reprojax.algorithms.gwcn._propagate import check_shift
 from reprojax.algorithms.gwcn._propagate import propagate
 
 __all__ = [
@@ -54,34 +56,22 @@ __all__ = [
 ]
 
 
-def _check_edge_arrays(senders_E, receivers_E, weights_E) -> None:
-  """Shapes and dtypes of a padded edge list (trace-time checks only)."""
-  for name, a in (("senders_E", senders_E), ("receivers_E", receivers_E),
-                  ("weights_E", weights_E)):
-    _common.check_ndim(name, a, 1)
-  if not (np.shape(senders_E) == np.shape(receivers_E) == np.shape(weights_E)):
-    raise ValueError(f"senders, receivers and weights must share one length, got "
-                     f"{np.shape(senders_E)}, {np.shape(receivers_E)}, {np.shape(weights_E)}")
-  for name, a in (("senders_E", senders_E), ("receivers_E", receivers_E)):
-    if not jnp.issubdtype(jnp.asarray(a).dtype, jnp.integer):
-      raise ValueError(f"{name} must be integer, got {jnp.asarray(a).dtype}")
-  if not jnp.issubdtype(jnp.asarray(weights_E).dtype, jnp.floating):
-    raise ValueError(f"weights_E must be floating, got {jnp.asarray(weights_E).dtype}")
-
-
-def validate_edges(senders_E, receivers_E, weights_E, num_nodes: int) -> None:
-  """Raises ``ValueError`` unless the padded edge list is a valid simple weighted graph.
+def validate_edges(senders_E, receivers_E, weights_E, num_nodes: int):
+  """Raises ``ValueError`` unless the padded edge list is a valid simple weighted graph;
+  returns the three arrays (a list converted, integer weights as float32).
 
   Always: 1-D arrays of one length, integer indices, floating weights. On concrete
   arrays also: indices in ``[0, num_nodes)``, weights finite and ``>= 0``, at least
   one edge of positive weight, no self-loop and no duplicate among the live
   (positive-weight) edges; padding edges (weight 0) may repeat and loop.
   """
-  _check_edge_arrays(senders_E, receivers_E, weights_E)
+  senders_E, receivers_E, weights_E = _check_edge_arrays(senders_E, receivers_E, weights_E)
+  if np.ndim(num_nodes) != 0:
+    raise ValueError(f"num_nodes must be a scalar, got shape {np.shape(num_nodes)}")
   if _common.is_concrete(num_nodes) and int(num_nodes) < 1:
     raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
   if not all(_common.is_concrete(a) for a in (senders_E, receivers_E, weights_E, num_nodes)):
-    return
+    return senders_E, receivers_E, weights_E
   s, r, w = np.asarray(senders_E), np.asarray(receivers_E), np.asarray(weights_E)
   n = int(num_nodes)
   _common.check_in_range("weights_E", w, lo=0.0)
@@ -100,15 +90,15 @@ def validate_edges(senders_E, receivers_E, weights_E, num_nodes: int) -> None:
   if np.unique(key).size != key.size:
     raise ValueError(f"duplicate edges are not allowed (segment_sum would add them), got "
                      f"{key.size - np.unique(key).size} duplicates")
+  return senders_E, receivers_E, weights_E
 
 
-def validate_adjacency(adj_NxN) -> None:
-  """Raises ``ValueError`` unless ``adj_NxN`` is square, finite, >= 0, loop-free, non-empty."""
-  _common.check_ndim("adj_NxN", adj_NxN, 2)
-  if np.shape(adj_NxN)[0] != np.shape(adj_NxN)[1]:
-    raise ValueError(f"adj_NxN must be square, got shape {np.shape(adj_NxN)}")
+def validate_adjacency(adj_NxN):
+  """Raises ``ValueError`` unless ``adj_NxN`` is square, finite, >= 0, loop-free, non-empty;
+  returns it as a float array."""
+  adj_NxN = _common.check_arrays({"adj_NxN": adj_NxN})["adj_NxN"]
   if not _common.is_concrete(adj_NxN):
-    return
+    return adj_NxN
   a = np.asarray(adj_NxN)
   _common.check_in_range("adj_NxN", a, lo=0.0)
   if np.any(np.diag(a) != 0):
@@ -116,11 +106,12 @@ def validate_adjacency(adj_NxN) -> None:
                      f"{int(np.count_nonzero(np.diag(a)))} loops")
   if not np.any(a > 0):
     raise ValueError("adj_NxN has no edge (empty graph): its density is 0")
+  return adj_NxN
 
 
 def edge_density(weights_E: jax.Array, num_nodes) -> jax.Array:
   """Empirical density ``rho_hat = sum_e w_e / (n (n - 1))`` (edges listed both ways)."""
-  _common.check_ndim("weights_E", weights_E, 1)
+  weights_E = _common.check_arrays({"weights_E": weights_E})["weights_E"]
   if _common.is_concrete(num_nodes) and not np.ndim(num_nodes) and int(num_nodes) < 2:
     raise ValueError(f"num_nodes must be >= 2 for a density, got {num_nodes}")
   n = jnp.asarray(num_nodes, jnp.float32)
@@ -129,9 +120,9 @@ def edge_density(weights_E: jax.Array, num_nodes) -> jax.Array:
 
 def edge_density_dense(adj_NxN: jax.Array) -> jax.Array:
   """Empirical density ``sum_ij A_ij / (n (n - 1))`` of a dense adjacency."""
-  _common.check_ndim("adj_NxN", adj_NxN, 2)
-  if np.shape(adj_NxN)[0] != np.shape(adj_NxN)[1] or np.shape(adj_NxN)[0] < 2:
-    raise ValueError(f"adj_NxN must be square with n >= 2, got shape {np.shape(adj_NxN)}")
+  adj_NxN = _common.check_arrays({"adj_NxN": adj_NxN})["adj_NxN"]
+  if np.shape(adj_NxN)[0] < 2:
+    raise ValueError(f"adj_NxN must have n >= 2 nodes, got shape {np.shape(adj_NxN)}")
   n = adj_NxN.shape[0]
   return jnp.sum(adj_NxN) / (n * (n - 1.0))
 
@@ -150,7 +141,8 @@ def gwcn_shift(senders_E, receivers_E, weights_E, num_nodes, density=None) -> Sp
   Returns:
     A :class:`SparseOperator` with weights ``A_ij / (n rho)``.
   """
-  validate_edges(senders_E, receivers_E, weights_E, num_nodes)
+  senders_E, receivers_E, weights_E = validate_edges(senders_E, receivers_E, weights_E,
+                                                    num_nodes)
   if density is not None:
     _common.check_in_range("density", density, lo=0.0, hi=1.0, lo_open=True)
   n = jnp.asarray(num_nodes, jnp.float32)
@@ -160,7 +152,7 @@ def gwcn_shift(senders_E, receivers_E, weights_E, num_nodes, density=None) -> Sp
 
 def gwcn_shift_dense(adj_NxN: jax.Array, density=None) -> jax.Array:
   """Dense ``A / (n rho)``; ``density=None`` uses the empirical density."""
-  validate_adjacency(adj_NxN)
+  adj_NxN = validate_adjacency(adj_NxN)
   if density is not None:
     _common.check_in_range("density", density, lo=0.0, hi=1.0, lo_open=True)
   n = adj_NxN.shape[0]
@@ -173,7 +165,8 @@ def normalized_shift(senders_E, receivers_E, weights_E, num_nodes: int) -> Spars
 
   ``num_nodes`` must be a static int here: one loop per node is appended.
   """
-  validate_edges(senders_E, receivers_E, weights_E, num_nodes)
+  senders_E, receivers_E, weights_E = validate_edges(senders_E, receivers_E, weights_E,
+                                                    num_nodes)
   n = int(num_nodes)
   deg_N = jax.ops.segment_sum(weights_E, receivers_E, num_segments=n) + 1.0
   inv_sqrt_N = jax.lax.rsqrt(deg_N)
@@ -186,7 +179,7 @@ def normalized_shift(senders_E, receivers_E, weights_E, num_nodes: int) -> Spars
 
 def normalized_shift_dense(adj_NxN: jax.Array) -> jax.Array:
   """Dense ``D~^{-1/2} (A + I) D~^{-1/2}``."""
-  validate_adjacency(adj_NxN)
+  adj_NxN = validate_adjacency(adj_NxN)
   a = adj_NxN + jnp.eye(adj_NxN.shape[0], dtype=adj_NxN.dtype)
   inv_sqrt_N = jax.lax.rsqrt(jnp.sum(a, axis=1))
   return a * inv_sqrt_N[:, None] * inv_sqrt_N[None, :]
@@ -199,7 +192,7 @@ def edges_from_adjacency(adj_NxN: jax.Array, max_edges: int):
   beyond the number of nonzeros are padding (indices 0, weight 0). Raises if a
   concrete adjacency has more nonzeros than ``max_edges``.
   """
-  _common.check_ndim("adj_NxN", adj_NxN, 2)
+  adj_NxN = _common.check_arrays({"adj_NxN": adj_NxN})["adj_NxN"]
   if _common.is_concrete(adj_NxN):
     nnz = int(np.count_nonzero(np.asarray(adj_NxN)))
     if nnz > max_edges:
@@ -212,7 +205,7 @@ def edges_from_adjacency(adj_NxN: jax.Array, max_edges: int):
 
 def adjacency_from_edges(senders_E, receivers_E, weights_E, num_nodes: int) -> jax.Array:
   """Dense ``N x N`` matrix with ``M[receiver, sender] += weight`` (padding adds 0)."""
-  _check_edge_arrays(senders_E, receivers_E, weights_E)
+  senders_E, receivers_E, weights_E = _check_edge_arrays(senders_E, receivers_E, weights_E)
   m = jnp.zeros((num_nodes, num_nodes), jnp.asarray(weights_E).dtype)
   return m.at[receivers_E, senders_E].add(weights_E)
 
@@ -234,8 +227,7 @@ def operator_norm(shift, num_nodes: int, num_iters: int = 100) -> jax.Array:
   """
   if int(num_nodes) < 1 or int(num_iters) < 1:
     raise ValueError(f"num_nodes and num_iters must be >= 1, got {num_nodes}, {num_iters}")
-  if not isinstance(shift, SparseOperator) and np.shape(shift) != (num_nodes, num_nodes):
-    raise ValueError(f"a dense shift must be ({num_nodes}, {num_nodes}), got {np.shape(shift)}")
+  shift, _ = check_shift(shift, np.zeros((int(num_nodes), 1), np.float32))
   return _operator_norm(shift, num_nodes=int(num_nodes), num_iters=int(num_iters))
 
 
@@ -258,7 +250,7 @@ def sort_edges(senders_E, receivers_E, weights_E, by: str = "sender"):
   """
   if by not in ("sender", "receiver"):
     raise ValueError(f"by must be 'sender' or 'receiver', got {by!r}")
-  _check_edge_arrays(senders_E, receivers_E, weights_E)
+  senders_E, receivers_E, weights_E = _check_edge_arrays(senders_E, receivers_E, weights_E)
   key = senders_E if by == "sender" else receivers_E
   perm = jnp.argsort(key, stable=True)
   return senders_E[perm], receivers_E[perm], weights_E[perm]
@@ -268,7 +260,7 @@ def pad_edges(senders_E, receivers_E, weights_E, multiple: int):
   """Pads the edge list with weight-0 edges ``(0, 0)`` to a length divisible by ``multiple``."""
   if multiple < 1:
     raise ValueError(f"multiple must be >= 1, got {multiple}")
-  _check_edge_arrays(senders_E, receivers_E, weights_E)
+  senders_E, receivers_E, weights_E = _check_edge_arrays(senders_E, receivers_E, weights_E)
   pad = (-np.shape(weights_E)[0]) % multiple
   return (jnp.pad(senders_E, (0, pad)), jnp.pad(receivers_E, (0, pad)),
           jnp.pad(weights_E, (0, pad)))

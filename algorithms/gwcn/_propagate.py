@@ -50,7 +50,8 @@ def to_csr(shift: SparseOperator, num_nodes: int) -> jsparse.BCSR:
     raise ValueError(f"shift must be a SparseOperator, got {type(shift).__name__}")
   if not all(_common.is_concrete(a) for a in shift):
     raise ValueError("to_csr needs the edge list's values: call it outside jit/vmap")
-  if int(num_nodes) < 1:
+  shift = SparseOperator(*check_edge_arrays(*shift))
+  if not isinstance(num_nodes, (int, np.integer)) or num_nodes < 1:
     raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
   s, r, w = (np.asarray(a) for a in shift)
   if not (s.ndim == r.ndim == w.ndim == 1 and s.shape == r.shape == w.shape):
@@ -63,6 +64,39 @@ def to_csr(shift: SparseOperator, num_nodes: int) -> jsparse.BCSR:
   indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=num_nodes))])
   return jsparse.BCSR((jnp.asarray(w[order]), jnp.asarray(s[order], jnp.int32),
                        jnp.asarray(indptr, jnp.int32)), shape=(int(num_nodes), int(num_nodes)))
+
+
+def check_edge_arrays(senders_E, receivers_E, weights_E):
+  """A padded edge list's shapes and dtypes (finite weights when concrete); returns the
+  three as arrays (lists converted)."""
+  return tuple(_common.check_arrays(
+      {"senders_E": senders_E, "receivers_E": receivers_E, "weights_E": weights_E},
+      kinds={"senders_E": "int", "receivers_E": "int"},
+      empty_ok=("senders_E", "receivers_E", "weights_E")).values())
+
+
+def check_shift(shift: Shift, x_NxF: jax.Array) -> tuple[Shift, jax.Array]:
+  """A shift and node signals that :func:`propagate` can apply: shapes, dtypes, finite
+  values when concrete; lists become arrays. Edge indices are not range-checked here
+  (that is :func:`validate_edges`, once per graph)."""
+  if isinstance(shift, SparseOperator):
+    edges = check_edge_arrays(*shift)
+    x_NxF = _common.check_arrays({"x_NxF": x_NxF})["x_NxF"]
+    return SparseOperator(*edges), x_NxF
+  if isinstance(shift, jsparse.BCSR):
+    got = _common.check_arrays({"x_NxF": x_NxF, "shift.data_E": shift.data,
+                                "shift.indices_E": shift.indices, "shift.indptr": shift.indptr},
+                               kinds={"shift.indices_E": "int", "shift.indptr": "int"},
+                               shapeless=("shift.indptr",),
+                               empty_ok=("shift.data_E", "shift.indices_E"))
+    n = np.shape(got["x_NxF"])[0]
+    if shift.shape != (n, n) or np.shape(got["shift.indptr"]) != (n + 1,):
+      raise ValueError(f"a CSR shift of shape {shift.shape} (indptr "
+                       f"{np.shape(got['shift.indptr'])}) cannot apply to {n} nodes")
+    return (jsparse.BCSR((got["shift.data_E"], got["shift.indices_E"], got["shift.indptr"]),
+                         shape=shift.shape), got["x_NxF"])
+  got = _common.check_arrays({"shift_NxN": shift, "x_NxF": x_NxF})
+  return got["shift_NxN"], got["x_NxF"]
 
 
 def propagate(shift: Shift, x_NxF: jax.Array, edge_chunk: int | None = None) -> jax.Array:
@@ -83,8 +117,7 @@ def propagate(shift: Shift, x_NxF: jax.Array, edge_chunk: int | None = None) -> 
   Returns:
     ``S x`` of shape ``N x F``.
   """
-  if jnp.ndim(x_NxF) != 2:
-    raise ValueError(f"x_NxF must be 2-D (nodes x features), got shape {jnp.shape(x_NxF)}")
+  shift, x_NxF = check_shift(shift, x_NxF)
   if isinstance(shift, jsparse.BCSR):
     if shift.shape != (x_NxF.shape[0],) * 2:
       raise ValueError(f"a CSR shift of shape {shift.shape} cannot apply to {x_NxF.shape[0]} nodes")

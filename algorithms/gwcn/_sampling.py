@@ -49,7 +49,7 @@ def sparsity(n, schedule: str, scale: float = 1.0):
     raise ValueError(f"unknown sparsity schedule {schedule!r}; expected one of {SCHEDULES}")
   if scale <= 0:
     raise ValueError(f"scale must be > 0, got {scale}")
-  n_arr = np.asarray(n, np.float64)
+  n_arr = np.asarray(_common.check_arrays({"n": n}, shapeless=("n",))["n"], np.float64)
   if np.any(n_arr < 2):
     raise ValueError(f"n must be >= 2, got {n}")
   f = {"const": np.ones_like(n_arr), "n^-1/4": n_arr ** -0.25, "n^-1/2": n_arr ** -0.5,
@@ -58,14 +58,13 @@ def sparsity(n, schedule: str, scale: float = 1.0):
   return float(out) if np.ndim(out) == 0 else out
 
 
-def _check_prob(prob_NxN, density) -> None:
-  _common.check_ndim("prob_NxN", prob_NxN, 2)
-  if np.shape(prob_NxN)[0] != np.shape(prob_NxN)[1]:
-    raise ValueError(f"prob_NxN must be square, got shape {np.shape(prob_NxN)}")
+def _check_prob(prob_NxN, density):
+  prob_NxN = _common.check_arrays({"prob_NxN": prob_NxN})["prob_NxN"]
   if np.shape(prob_NxN)[0] < 2:
     raise ValueError(f"need at least 2 nodes, got {np.shape(prob_NxN)[0]}")
   _common.check_in_range("prob_NxN", prob_NxN, lo=0.0, hi=1.0)
   _common.check_in_range("density", density, lo=0.0, hi=1.0, lo_open=True)
+  return prob_NxN
 
 
 def sample_adjacency(key: jax.Array, prob_NxN: jax.Array, density) -> jax.Array:
@@ -79,7 +78,7 @@ def sample_adjacency(key: jax.Array, prob_NxN: jax.Array, density) -> jax.Array:
   Returns:
     float32 ``N x N`` adjacency.
   """
-  _check_prob(prob_NxN, density)
+  prob_NxN = _check_prob(prob_NxN, density)
   n = prob_NxN.shape[0]
   u_NxN = jax.random.uniform(key, (n, n))
   upper = jnp.triu(u_NxN < jnp.minimum(1.0, density * prob_NxN), k=1)
@@ -94,13 +93,14 @@ def stretched_sample(key: jax.Array, prob_NxN: jax.Array, density):
   ``rho``, whereas ``A / n`` shrinks to 0 with ``rho``.
   """
   adj = sample_adjacency(key, prob_NxN, density)
-  n = prob_NxN.shape[0]
+  n = np.shape(prob_NxN)[0]
   return adj, adj / (n * jnp.asarray(density, jnp.float32))
 
 
 def degree_order(senders_E, receivers_E, weights_E, num_nodes: int) -> jax.Array:
   """Node ids by decreasing degree (ties by id): the dense core first."""
-  _operators.validate_edges(senders_E, receivers_E, weights_E, num_nodes)
+  senders_E, receivers_E, weights_E = _operators.validate_edges(
+      senders_E, receivers_E, weights_E, num_nodes)
   deg_N = jax.ops.segment_sum((weights_E > 0).astype(jnp.float32), receivers_E,
                               num_segments=num_nodes)
   return jnp.argsort(-deg_N, stable=True).astype(jnp.int32)
@@ -112,7 +112,8 @@ def bfs_order(senders_E, receivers_E, weights_E, num_nodes: int) -> jax.Array:
   Distances by Bellman-Ford relaxation over the live edges (one ``segment_min`` per
   hop, until nothing changes); nodes unreachable from the start come last.
   """
-  _operators.validate_edges(senders_E, receivers_E, weights_E, num_nodes)
+  senders_E, receivers_E, weights_E = _operators.validate_edges(
+      senders_E, receivers_E, weights_E, num_nodes)
   return _bfs_order(senders_E, receivers_E, weights_E, num_nodes=int(num_nodes))
 
 
@@ -156,8 +157,9 @@ def induced_subgraph(senders_E, receivers_E, weights_E, order_N, m):
     relabelled by their endpoints' position in ``order_N``, dropped edges with
     weight 0 and indices 0. Nodes ``m..N-1`` of the result are isolated padding.
   """
-  _operators.validate_edges(senders_E, receivers_E, weights_E, np.shape(order_N)[0])
-  _common.check_ndim("order_N", order_N, 1)
+  order_N = _common.check_arrays({"order_N": order_N}, kinds={"order_N": "int"})["order_N"]
+  senders_E, receivers_E, weights_E = _operators.validate_edges(
+      senders_E, receivers_E, weights_E, np.shape(order_N)[0])
   n = order_N.shape[0]
   if _common.is_concrete(m) and not 1 <= int(m) <= n:
     raise ValueError(f"m must be in [1, {n}], got {m}")
@@ -182,12 +184,12 @@ def fit_density_curves(m_M, density_M):
   returns ``{name: (a, r2)}`` with ``r2`` the coefficient of determination of the
   log densities, and the name of the best fit under key ``"best"``.
   """
-  m = np.asarray(m_M, np.float64)
-  d = np.asarray(density_M, np.float64)
-  if m.ndim != 1 or m.shape != d.shape or m.size < 2:
+  m, d = (np.asarray(a, np.float64) for a in _common.check_arrays(
+      {"m_M": m_M, "density_M": density_M}).values())
+  if m.size < 2:
     raise ValueError(f"m_M and density_M must be 1-D of one length >= 2, got {m.shape}, {d.shape}")
   if np.any(d <= 0) or np.any(m < 2):
-    raise ValueError("densities must be > 0 and sizes >= 2")
+    raise ValueError(f"density_M must be > 0 and m_M >= 2, got min {d.min()} and {m.min()}")
   y = np.log(d)
   ss_tot = float(np.sum((y - y.mean()) ** 2)) or 1e-30
   out = {}

@@ -75,12 +75,9 @@ def limit_shift(kernel_NxN: jax.Array, kernel_QxN: jax.Array, normalized: bool =
     and zeros in the last ``Q`` columns: row ``r`` of ``M @ z`` is the quadrature
     of ``int K(x_r, y) z(y) dy``.
   """
-  _common.check_ndim("kernel_NxN", kernel_NxN, 2)
-  _common.check_ndim("kernel_QxN", kernel_QxN, 2)
+  kernel_NxN, kernel_QxN = _common.check_arrays(
+      {"kernel_NxN": kernel_NxN, "kernel_QxN": kernel_QxN}).values()
   n = kernel_NxN.shape[0]
-  if kernel_NxN.shape[1] != n or kernel_QxN.shape[1] != n:
-    raise ValueError(f"kernel_NxN must be NxN and kernel_QxN QxN, got {kernel_NxN.shape}, "
-                     f"{kernel_QxN.shape}")
   _common.check_in_range("kernel_NxN", kernel_NxN, lo=0.0)
   _common.check_in_range("kernel_QxN", kernel_QxN, lo=0.0)
   k = jnp.concatenate([kernel_NxN, kernel_QxN], axis=0) / n
@@ -93,9 +90,8 @@ def limit_shift(kernel_NxN: jax.Array, kernel_QxN: jax.Array, normalized: bool =
 
 def rms(z_NxF: jax.Array, mask_N: jax.Array | None = None) -> jax.Array:
   """``||z||_n = sqrt(mean_i ||z_i||^2)`` over the nodes in ``mask_N`` (all if None)."""
-  _common.check_ndim("z_NxF", z_NxF, 2)
-  if mask_N is not None and np.shape(mask_N) != np.shape(z_NxF)[:1]:
-    raise ValueError(f"mask_N must have shape {np.shape(z_NxF)[:1]}, got {np.shape(mask_N)}")
+  z_NxF, mask_N = _common.check_arrays({"z_NxF": z_NxF, "mask_N": mask_N},
+                                       kinds={"mask_N": "index"}).values()
   sq = jnp.sum(z_NxF ** 2, axis=-1)
   if mask_N is None:
     return jnp.sqrt(jnp.mean(sq))
@@ -106,12 +102,9 @@ def rms(z_NxF: jax.Array, mask_N: jax.Array | None = None) -> jax.Array:
 def transfer_error(out_graph_NxF: jax.Array, out_limit_NxF: jax.Array,
                    mask_N: jax.Array | None = None) -> jax.Array:
   """Relative ``L^2`` transfer error ``||a - b||_n / ||b||_n`` (see module docstring)."""
-  _common.check_ndim("out_graph_NxF", out_graph_NxF, 2)
-  if out_graph_NxF.shape != out_limit_NxF.shape:
-    raise ValueError(f"outputs must share a shape, got {out_graph_NxF.shape} and "
-                     f"{out_limit_NxF.shape}")
-  _common.check_finite("out_graph_NxF", out_graph_NxF)
-  _common.check_finite("out_limit_NxF", out_limit_NxF)
+  out_graph_NxF, out_limit_NxF, mask_N = _common.check_arrays(
+      {"out_graph_NxF": out_graph_NxF, "out_limit_NxF": out_limit_NxF, "mask_N": mask_N},
+      kinds={"mask_N": "index"}).values()
   return rms(out_graph_NxF - out_limit_NxF, mask_N) / rms(out_limit_NxF, mask_N)
 
 
@@ -168,17 +161,15 @@ def transfer_bound(h0_norms_L, h1_norms_L, f_sup_L, f_rms_L, shift_norm, size_co
   Returns:
     ``(B_size, B_density)``; the bound on the absolute ``L^2`` gap is their sum.
   """
-  h0 = jnp.asarray(h0_norms_L, jnp.float32)
-  h1 = jnp.asarray(h1_norms_L, jnp.float32)
-  f_sup = jnp.asarray(f_sup_L, jnp.float32)
-  f_rms = jnp.asarray(f_rms_L, jnp.float32)
-  for name, a in (("h0_norms_L", h0), ("h1_norms_L", h1), ("f_sup_L", f_sup),
-                  ("f_rms_L", f_rms)):
-    _common.check_ndim(name, a, 1)
+  got = _common.check_arrays(
+      {"h0_norms_L": h0_norms_L, "h1_norms_L": h1_norms_L, "f_sup_L": f_sup_L,
+       "f_rms_L": f_rms_L, "shift_norm": shift_norm, "size_coef": size_coef,
+       "density_coef": density_coef},
+      scalars=("shift_norm", "size_coef", "density_coef"))
+  for name, a in got.items():
     _common.check_in_range(name, a, lo=0.0)
-  if not h0.shape == h1.shape == f_sup.shape == f_rms.shape:
-    raise ValueError(f"per-layer inputs must share one length, got {h0.shape}, {h1.shape}, "
-                     f"{f_sup.shape}, {f_rms.shape}")
+  h0, h1, f_sup, f_rms, shift_norm, size_coef, density_coef = (
+      jnp.asarray(a, jnp.float32) for a in got.values())
   growth_L = h0 + shift_norm * h1
   # prod_{k > l} growth_k, via a reversed cumulative product.
   tail_L = jnp.concatenate([jnp.cumprod(growth_L[::-1])[::-1][1:], jnp.ones((1,))])
@@ -192,9 +183,11 @@ def fit_power_law(n_M, err_M):
 
   Returns ``(rate, log_c)`` with ``err ~ exp(log_c) n^{-rate}`` (``rate > 0`` = decay).
   """
-  x = np.log(np.asarray(n_M, np.float64))
-  y = np.log(np.asarray(err_M, np.float64))
-  if x.ndim != 1 or x.shape != y.shape or x.size < 2 or not np.all(np.isfinite(y)):
-    raise ValueError(f"need matching 1-D positive sizes and errors, got {x.shape}, {y.shape}")
+  got = _common.check_arrays({"n_M": n_M, "err_M": err_M})
+  for name, a in got.items():
+    _common.check_in_range(name, a, lo=0.0, lo_open=True)
+  if np.shape(got["n_M"])[0] < 2:
+    raise ValueError(f"n_M and err_M need at least 2 points, got {np.shape(got['n_M'])[0]}")
+  x, y = (np.log(np.asarray(a, np.float64)) for a in got.values())
   slope, intercept = np.polyfit(x, y, 1)
   return float(-slope), float(intercept)
