@@ -168,3 +168,13 @@ def check_arrays(named: Mapping[str, Any], *, kinds: Mapping[str, str] | None = 
     out[name] = x
   return out
 
+
+
+def check_array(name: str, x: Any, **kwargs) -> Any:
+  """:func:`check_arrays` for one array without a shape promise (the caller checks its
+  shape); ``kwargs`` as there, given as booleans: ``nan_ok=True``, ``kind="int"``, ..."""
+  flags = {k: (name,) for k in ("empty_ok", "inf_ok", "nan_ok", "scalars") if kwargs.pop(k, False)}
+  kind = kwargs.pop("kind", "float")
+  if kwargs:
+    raise TypeError(f"unknown options {sorted(kwargs)}")
+  return check_arrays({name: x}, kinds={name: kind}, shapeless=(name,), **flags)[name]

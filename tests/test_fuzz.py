@@ -28,12 +28,6 @@ DRAWS = int(os.environ.get("REPROJAX_FUZZ_DRAWS", "6"))
 EXAMPLES = [(slug, ex) for slug in fuzzing.slugs()
             for ex in importlib.import_module(f"reprojax.algorithms.{slug}").examples()]
 
-# Papers whose mending is not finished: their failures are listed by the script
-# (python tests/fuzzing.py <slug>) and in issue 34's note, and the test expects them
-# to fail until then. Remove a paper from here when its script run reports 0.
-NOT_YET_MENDED = ("alft",)
-
-
 def test_the_count_of_fuzzed_examples():
   print(f"\nfuzzing {len(EXAMPLES)} registered examples of {len(fuzzing.slugs())} papers, "
         f"{DRAWS} mutations each")
@@ -57,11 +51,7 @@ def _fuzz(slug, ex, draws):
   check()
 
 
-@pytest.mark.parametrize("slug,ex", [
-    pytest.param(s, e, id=f"{s}.{e.name}",
-                 marks=[pytest.mark.xfail(reason="issue 34: mending in progress", strict=False)]
-                 if s in NOT_YET_MENDED else [])
-    for s, e in EXAMPLES])
+@pytest.mark.parametrize("slug,ex", [pytest.param(s, e, id=f"{s}.{e.name}") for s, e in EXAMPLES])
 def test_mutated_arguments_return_finite_output_or_a_clear_error(slug, ex):
   _fuzz(slug, ex, DRAWS)
 

@@ -107,6 +107,9 @@ def offset_basis(coords_p, coords_q, knots, symmetric: bool = False) -> np.ndarr
 
 def integer_offset_basis(size_p: int, size_q: int) -> np.ndarray:
   """One-hot ``W: (I_p, I_q, I_p + I_q - 1)`` of the integer offset ``j - i``: an asymmetric Toeplitz basis."""
+  for name, v in (("size_p", size_p), ("size_q", size_q)):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be an int >= 1, got {v!r}")
   return offset_basis(np.arange(size_p), np.arange(size_q), np.arange(-(size_p - 1), size_q))
 
 
@@ -126,8 +129,23 @@ def _pair_terms(offset_tensor, vs, pair, others, n_modes, skip=None, idx=None):
 
 def pair_component(offset_tensor, vs, pair, shape) -> jax.Array:
   """``sum_s H[i_p, i_q, s] prod_n V_n[i_n, s]`` as a dense tensor of ``shape``."""
+  shape = tuple(int(s) for s in shape)
   n_modes = len(shape)
+  if len(pair) != 2 or pair[0] == pair[1] or not all(0 <= int(a) < n_modes for a in pair):
+    raise ValueError(f"pair {pair} must name two different modes of a {n_modes}-way tensor")
   others = _others(n_modes, pair)
+  offset_tensor = _common.check_array("offset_tensor", offset_tensor)
+  p, q = pair
+  if np.ndim(offset_tensor) != 3 or np.shape(offset_tensor)[:2] != (shape[p], shape[q]):
+    raise ValueError(f"offset_tensor must have shape ({shape[p]}, {shape[q]}, S), got "
+                     f"{np.shape(offset_tensor)}")
+  s = np.shape(offset_tensor)[2]
+  if not isinstance(vs, (tuple, list)) or len(vs) != len(others):
+    raise ValueError(f"vs must hold one (I_n, {s}) matrix per mode {others}")
+  vs = tuple(_common.check_array(f"vs[{i}]", v) for i, v in enumerate(vs))
+  for i, (n, v) in enumerate(zip(others, vs)):
+    if np.shape(v) != (shape[n], s):
+      raise ValueError(f"vs[{i}] must have shape ({shape[n]}, {s}), got {np.shape(v)}")
   ops = _pair_terms(offset_tensor, vs, pair, others, n_modes)
   out = jnp.einsum(*ops, list(range(n_modes)))
   return jnp.broadcast_to(out, shape) if out.shape != tuple(shape) else out
@@ -141,7 +159,14 @@ def alft_predict(params: ALFTParams, bases: Sequence[jax.Array], pairs: tuple = 
     bases: ``W_pq: (I_p, I_q, K_pq)`` per aligned pair (:func:`offset_basis`).
     pairs: static tuple of aligned mode pairs ``((p, q), ...)``, same order as ``bases``.
   """
-  shape = tuple(b.shape[0] for b in params.biases)
+  if not isinstance(params, ALFTParams):
+    raise ValueError(f"params must be ALFTParams, got {type(params).__name__}")
+  biases = [_common.check_array(f"params.biases[{n}]", b) for n, b in enumerate(params.biases)]
+  for n, b in enumerate(biases):
+    if np.ndim(b) != 1:
+      raise ValueError(f"params.biases[{n}] must be 1-D (one bias per index), got {np.shape(b)}")
+  shape = tuple(np.shape(b)[0] for b in biases)
+  params, bases, _ = _check_params(params, shape, pairs, bases)
   n_modes = len(shape)
   x = params.mu + T.cp_to_tensor(params.factors)
   for n, b in enumerate(params.biases):
@@ -175,6 +200,7 @@ def init_alft(key: jax.Array, shape: Sequence[int], rank: int, *, pairs: tuple =
 
 
 def _check_pairs(pairs, bases, shape):
+  """The aligned pairs and their bases; returns the bases as arrays."""
   if not isinstance(pairs, tuple):
     raise ValueError(f"pairs must be a tuple of (p, q) mode pairs, got {type(pairs).__name__}")
   if len(pairs) != len(bases):
@@ -186,18 +212,22 @@ def _check_pairs(pairs, bases, shape):
     if np.ndim(w) != 3 or np.shape(w)[:2] != (shape[p], shape[q]):
       raise ValueError(f"basis of pair {pair} must have shape ({shape[p]}, {shape[q]}, K), "
                        f"got {np.shape(w)}")
+  return tuple(_common.check_array(f"bases[{i}]", w) for i, w in enumerate(bases))
 
 
 def _check_params(params: ALFTParams, shape, pairs, bases):
   if not isinstance(params, ALFTParams):
     raise ValueError(f"params must be ALFTParams, got {type(params).__name__}")
-  _check_pairs(pairs, bases, shape)
+  bases = _check_pairs(pairs, bases, shape)
   if len(params.biases) != len(shape):
     raise ValueError(f"params.biases needs one vector per mode ({len(shape)}), got {len(params.biases)}")
-  for n, b in enumerate(params.biases):
+  arr = _common.check_array
+  mu = arr("params.mu", params.mu, scalars=True)
+  biases = tuple(arr(f"params.biases[{n}]", b) for n, b in enumerate(params.biases))
+  for n, b in enumerate(biases):
     if np.shape(b) != (shape[n],):
       raise ValueError(f"params.biases[{n}] must have shape ({shape[n]},), got {np.shape(b)}")
-  r = T.check_factors("params.factors", params.factors, shape)
+  factors, r = T.check_factors("params.factors", params.factors, shape)
   if len(params.offsets) != len(pairs) or len(params.pair_factors) != len(pairs):
     raise ValueError(f"params hold {len(params.offsets)} offset blocks for {len(pairs)} pairs")
   for pair, w, c, vs in zip(pairs, bases, params.offsets, params.pair_factors):
@@ -210,9 +240,10 @@ def _check_params(params: ALFTParams, shape, pairs, bases):
       if np.shape(v) != (shape[n], np.shape(c)[1]):
         raise ValueError(f"pair factor of mode {n} must have shape ({shape[n]}, {np.shape(c)[1]}), "
                          f"got {np.shape(v)}")
-  for leaf in jax.tree.leaves(params):
-    _common.check_finite("params", leaf)
-  return r
+  offsets = tuple(arr(f"params.offsets[{i}]", c) for i, c in enumerate(params.offsets))
+  pair_factors = tuple(tuple(arr(f"params.pair_factors[{i}][{j}]", v) for j, v in enumerate(vs))
+                       for i, vs in enumerate(params.pair_factors))
+  return ALFTParams(mu, biases, factors, offsets, pair_factors), bases, r
 
 
 # ----------------------------------------------------------------------- ALS
@@ -395,9 +426,9 @@ def _alft_grad(p, yv, m, bases, rm, ev_y, ev_m, l2, smooth_N, smooth_offset, lr,
 
 
 def _prep(y, mask, params0, bases, pairs, rank_mask_R, eval_mask, ordered_modes):
-  T.check_tensor_and_mask(y, mask)
+  y, mask = T.check_tensor_and_mask(y, mask)
   shape = tuple(np.shape(y))
-  r = _check_params(params0, shape, pairs, bases)
+  params0, bases, r = _check_params(params0, shape, pairs, bases)
   T.check_rank_mask(rank_mask_R, r)
   if not isinstance(ordered_modes, tuple) or not all(0 <= int(n) < len(shape) for n in ordered_modes):
     raise ValueError(f"ordered_modes must be a tuple of mode indices < {len(shape)}, got {ordered_modes!r}")

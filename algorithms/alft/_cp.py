@@ -87,8 +87,8 @@ def _cp_als(yv, m, factors, rm, ev_y, ev_m, l2, *, n_iter):
 
 
 def _prep(y, mask, factors0, rank_mask_R, eval_mask, name):
-  T.check_tensor_and_mask(y, mask)
-  r = T.check_factors(name, factors0, tuple(jnp.shape(y)))
+  y, mask = T.check_tensor_and_mask(y, mask)
+  factors0, r = T.check_factors(name, factors0, tuple(jnp.shape(y)))
   T.check_rank_mask(rank_mask_R, r)
   yv, m = T.observed(y, mask)
   ev_y, ev_m = T.evaluation_entries(y, eval_mask, yv)

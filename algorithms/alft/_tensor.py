@@ -21,18 +21,21 @@ import numpy as np
 from reprojax.algorithms import _common
 
 
-def check_tensor_and_mask(y, mask, *, min_ndim: int = 2) -> None:
-  """ValueError unless ``y`` and ``mask`` agree and the observed values are finite.
+def check_tensor_and_mask(y, mask, *, min_ndim: int = 2, name: str = "mask"):
+  """ValueError unless ``y`` and ``mask`` agree and the observed values are finite;
+  returns both as arrays (lists converted; missing entries of ``y`` may hold anything).
 
   Shape checks always run; value checks (some entry observed, observed values
   finite, mask in {0, 1}) run when the arrays are concrete.
   """
+  y = _common.check_array("y", y, nan_ok=True, empty_ok=True, kind="number")
+  mask = _common.check_array(name, mask, kind="number", empty_ok=True)
   if np.ndim(y) < min_ndim:
-    raise ValueError(f"tensor must have ndim >= {min_ndim}, got shape {np.shape(y)}")
+    raise ValueError(f"y (the tensor) must have ndim >= {min_ndim}, got shape {np.shape(y)}")
   if np.shape(mask) != np.shape(y):
     raise ValueError(f"mask shape {np.shape(mask)} must equal the tensor shape {np.shape(y)}")
   if not jnp.issubdtype(jnp.asarray(y).dtype, jnp.floating):
-    raise ValueError(f"tensor must be floating point, got dtype {jnp.asarray(y).dtype}")
+    raise ValueError(f"y (the tensor) must be floating point, got dtype {jnp.asarray(y).dtype}")
   if _common.is_concrete(mask):
     m = np.asarray(mask)
     if m.dtype != bool and not np.all((m == 0) | (m == 1)):
@@ -43,8 +46,9 @@ def check_tensor_and_mask(y, mask, *, min_ndim: int = 2) -> None:
       obs = np.asarray(y)[m.astype(bool)]
       if not np.all(np.isfinite(obs)):
         bad = int(obs.size - np.count_nonzero(np.isfinite(obs)))
-        raise ValueError(f"observed tensor values must be finite, got {bad} non-finite "
+        raise ValueError(f"the observed values of y must be finite, got {bad} non-finite "
                          f"of {obs.size} observed")
+  return y, mask
 
 
 def check_rank(name: str, rank) -> None:
@@ -55,8 +59,18 @@ def check_rank(name: str, rank) -> None:
     raise ValueError(f"{name} must be >= 1, got {rank}")
 
 
-def check_factors(name: str, factors: Sequence, shape: tuple[int, ...]) -> int:
-  """ValueError unless ``factors[n]`` has shape ``(shape[n], R)`` for one R >= 1; returns R."""
+def check_factors(name: str, factors: Sequence, shape: tuple[int, ...] | None = None
+                  ) -> tuple[tuple[jax.Array, ...], int]:
+  """ValueError unless ``factors[n]`` has shape ``(shape[n], R)`` for one R >= 1 (any
+  ``I_n`` when ``shape`` is None) and finite entries; returns ``(factors, R)``, the
+  factors as arrays."""
+  if not isinstance(factors, (tuple, list)):
+    raise ValueError(f"{name} must be a sequence of (I_n, R) factor matrices, got "
+                     f"{type(factors).__name__}")
+  factors = tuple(_common.check_array(f"{name}[{n}]", f, empty_ok=True)  # (the rank check)
+                  for n, f in enumerate(factors))
+  if shape is None:
+    shape = tuple(np.shape(f)[0] if np.ndim(f) else -1 for f in factors)
   if len(factors) != len(shape):
     raise ValueError(f"{name} needs one factor per mode ({len(shape)}), got {len(factors)}")
   ranks = {np.shape(f)[1] if np.ndim(f) == 2 else -1 for f in factors}
@@ -68,9 +82,7 @@ def check_factors(name: str, factors: Sequence, shape: tuple[int, ...]) -> int:
   r = ranks.pop()
   if r < 1:
     raise ValueError(f"{name} rank must be >= 1, got {r}")
-  for n, f in enumerate(factors):
-    _common.check_finite(f"{name}[{n}]", f)
-  return r
+  return factors, r
 
 
 def check_rank_mask(rank_mask, r_max: int, name: str = "rank_mask") -> None:
@@ -123,6 +135,11 @@ def evaluation_entries(y, eval_mask, observed_y):
 
 def cp_to_tensor(factors: Sequence[jax.Array], weights_R: jax.Array | None = None) -> jax.Array:
   """``X[i_0..i_{N-1}] = sum_r w_r prod_n A_n[i_n, r]`` for factors ``A_n: (I_n, R)``."""
+  factors, r = check_factors("factors", factors)
+  if weights_R is not None:
+    weights_R = _common.check_array("weights_R", weights_R)
+    if np.shape(weights_R) != (r,):
+      raise ValueError(f"weights_R must have shape ({r},), got {np.shape(weights_R)}")
   n_modes = len(factors)
   ops = []
   for n, a in enumerate(factors):
@@ -193,6 +210,15 @@ def mode_dot(x, mat, mode: int) -> jax.Array:
 
 def tucker_to_tensor(core, factors: Sequence[jax.Array]) -> jax.Array:
   """``X = G ×_0 A_0 ×_1 A_1 ... ×_{N-1} A_{N-1}`` for core ``G: (R_0..R_{N-1})``, ``A_n: (I_n, R_n)``."""
+  core = _common.check_array("core", core)
+  if not isinstance(factors, (tuple, list)) or len(factors) != np.ndim(core):
+    raise ValueError(f"factors must hold one (I_n, R_n) matrix per mode of core, whose shape "
+                     f"is {np.shape(core)}")
+  factors = [_common.check_array(f"factors[{n}]", a) for n, a in enumerate(factors)]
+  for n, a in enumerate(factors):
+    if np.ndim(a) != 2 or np.shape(a)[1] != np.shape(core)[n]:
+      raise ValueError(f"factors[{n}] must have shape (I_{n}, {np.shape(core)[n]}), got "
+                       f"{np.shape(a)}")
   x = core
   for n, a in enumerate(factors):
     x = mode_dot(x, a, n)
@@ -206,6 +232,10 @@ def heldout_errors(pred, y, test_mask) -> tuple[jax.Array, jax.Array]:
 
   ``rmse = sqrt(sum_T (y - yhat)^2 / |T|)``, ``mae = sum_T |y - yhat| / |T|``.
   """
+  pred = _common.check_array("pred", pred)
+  y, test_mask = check_tensor_and_mask(y, test_mask, min_ndim=1, name="test_mask")
+  if np.shape(pred) != np.shape(y):
+    raise ValueError(f"pred must have the tensor's shape {np.shape(y)}, got {np.shape(pred)}")
   yv, m = observed(y, test_mask)
   err = (pred - yv) * m
   n = jnp.maximum(m.sum(), 1.0)

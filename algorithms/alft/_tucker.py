@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from reprojax.algorithms import _common
 from reprojax.algorithms import _linalg
 from reprojax.algorithms.alft import _tensor as T
 from reprojax.algorithms.alft._cp import FitTrace, _rmse
@@ -87,8 +88,12 @@ def _tucker_als(yv, m, core, factors, rms, ev_y, ev_m, *, n_iter):
 
 
 def _prep(y, mask, core0, factors0, rank_masks, eval_mask):
-  T.check_tensor_and_mask(y, mask)
+  y, mask = T.check_tensor_and_mask(y, mask)
   shape = tuple(jnp.shape(y))
+  core0 = _common.check_array("core0", core0)
+  if not isinstance(factors0, (tuple, list)):
+    raise ValueError(f"factors0 must be a sequence of factor matrices, got {type(factors0).__name__}")
+  factors0 = [_common.check_array(f"factors0[{n}]", a, empty_ok=True) for n, a in enumerate(factors0)]
   if len(factors0) != len(shape):
     raise ValueError(f"factors0 needs one factor per mode ({len(shape)}), got {len(factors0)}")
   ranks = []
