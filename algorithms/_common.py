@@ -178,3 +178,17 @@ def check_array(name: str, x: Any, **kwargs) -> Any:
   if kwargs:
     raise TypeError(f"unknown options {sorted(kwargs)}")
   return check_arrays({name: x}, kinds={name: kind}, shapeless=(name,), **flags)[name]
+
+
+def check_key(name: str, key: Any) -> Any:
+  """A single PRNG key (``jax.random.key``, or a legacy raw ``uint32[2]`` key), not a batch."""
+  dtype = getattr(key, "dtype", None)
+  if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
+    if np.shape(key) != ():
+      raise ValueError(f"{name} must be one PRNG key, got a batch of shape {np.shape(key)} "
+                       "(vmap over the keys instead)")
+    return key
+  if dtype is not None and np.dtype(dtype) == np.uint32 and np.shape(key) == (2,):
+    return key
+  raise ValueError(f"{name} must be a PRNG key from jax.random.key, got "
+                   f"{type(key).__name__} of shape {np.shape(key)}")

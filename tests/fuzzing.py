@@ -13,7 +13,7 @@ the mutation cannot explain, a mismatched axis accepted, or a hang (a watchdog
 kills the process after ``HANG_S``).
 
 To list every failure of a paper: ``python tests/fuzzing.py rocp`` (all mutations,
-not the test's sample; ``--keys`` adds batches of PRNG keys).
+not the test's sample).
 """
 
 from __future__ import annotations
@@ -87,14 +87,13 @@ def flat(args):
   return [x for _, x in with_paths], tree, paths
 
 
-def mutations(ex, args, keys: bool = False) -> list[Mutation]:
-  """Every mutation of the example's array leaves, in a fixed order; with ``keys``,
-  also a batch of two PRNG keys where one goes (not yet in the test: the first run
-  found 11 comparison_oracle functions that leave it to JAX's own error)."""
+def mutations(ex, args) -> list[Mutation]:
+  """Every mutation of the example's array leaves (and a batch of two PRNG keys where
+  one key goes), in a fixed order."""
   leaves, _, _ = flat(args)
   out = []
   for i, x in enumerate(leaves):
-    if keys and _is_key(x):  # a batch of keys where one goes
+    if _is_key(x):  # a batch of keys where one goes
       out.append(Mutation(i, "rank_up"))
     if not _is_data(x):
       continue
@@ -245,14 +244,12 @@ def main(argv):
   import warnings
   warnings.simplefilter("ignore")
   total = failed = 0
-  keys = "--keys" in argv
-  argv = [a for a in argv if a != "--keys"]
   for slug in argv[1:] or slugs():
     mod = importlib.import_module(f"reprojax.algorithms.{slug}")
     for ex in mod.examples():
       args = valid_args(ex)
       base = base_output(ex, args)
-      for m in mutations(ex, args, keys):
+      for m in mutations(ex, args):
         total += 1
         v = verdict(ex, slug, args, base, m)
         if v:

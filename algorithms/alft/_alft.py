@@ -185,6 +185,7 @@ def init_alft(key: jax.Array, shape: Sequence[int], rank: int, *, pairs: tuple =
   T.check_rank("rank", rank)
   T.check_rank("n_offset_components", n_offset_components)
   _check_pairs(pairs, bases, shape)
+  key = _common.check_key("key", key)
   k_cp, k_pairs = jax.random.split(key)
   factors = init_cp(k_cp, shape, rank, scale, dtype)
   offsets, pair_factors = [], []

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from reprojax.algorithms import _common
 from reprojax.algorithms import _linalg
 from reprojax.algorithms.alft import _tensor as T
 
@@ -53,6 +54,7 @@ def init_cp(key: jax.Array, shape: Sequence[int], rank: int, scale: float = 1.0,
   if len(shape) < 2 or min(shape) < 1:
     raise ValueError(f"shape must have >= 2 positive sizes, got {shape}")
   c = (2.0 ** len(shape) * scale / rank) ** (1.0 / len(shape))
+  key = _common.check_key("key", key)
   keys = jax.random.split(key, len(shape))
   return tuple(c * jax.random.uniform(k, (s, rank), dtype) for k, s in zip(keys, shape))
 

@@ -44,6 +44,7 @@ def init_tucker(key: jax.Array, shape: Sequence[int], ranks: Sequence[int], scal
     T.check_rank(f"ranks[{n}]", r)
     if r > shape[n]:
       raise ValueError(f"ranks[{n}]={r} exceeds the mode size {shape[n]}")
+  key = _common.check_key("key", key)
   keys = jax.random.split(key, len(shape) + 1)
   factors = tuple(_linalg.qr_q(jax.random.normal(k, (s, r), dtype))
                   for k, s, r in zip(keys[1:], shape, ranks))

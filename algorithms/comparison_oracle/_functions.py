@@ -57,6 +57,7 @@ def quadratic_quartic(A_NxN):
 
 def indefinite_matrix(n: int, key, low: float = -1.0, high: float = 2.0):
   """A random rotation of ``diag(linspace(low, high, n))`` (indefinite when low < 0)."""
+  _common.check_key("key", key)
   Q, _ = jnp.linalg.qr(jax.random.normal(key, (n, n)))
   lam = jnp.linspace(low, high, n)
   return (Q * lam) @ Q.T

@@ -48,6 +48,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from reprojax.algorithms import _common
 from reprojax.algorithms import _linalg
 from reprojax.algorithms.comparison_oracle import _gradient
 from reprojax.algorithms.comparison_oracle import _jit
@@ -186,6 +187,7 @@ def normalized_hessian(oracle, state, x_N, key, *, gamma, bits=20, scale=None,
     Hessian in units of ``||grad f||``, the normalized gradient, and the state.
   """
   x_N = _oracle.validate_point("x_N", x_N, oracle.n)
+  _common.check_key("key", key)
   _oracle.validate_positive("gamma", gamma)
   if scale is not None:
     _oracle.validate_positive("scale", scale)

@@ -236,6 +236,7 @@ def _check_run(arguments) -> None:
   """The eager path of :func:`run` and :func:`queries_to_stationarity`."""
   arguments["x0_N"] = _validate_run(arguments["method"], arguments["x0_N"], arguments["eps"],
                                     arguments["method"].n)
+  _common.check_key("key", arguments["key"])
 
 
 @_jit.jit_when_eager(static_argnames=("method", "num_steps"), check=_check_run)
@@ -256,7 +257,7 @@ def run(method: Method, x0_N, key, eps, num_steps: int):
     after each iteration.
   """
   x0_N = _oracle.validate_point("x0_N", x0_N, method.n)  # shapes (values: the eager path)
-  state = method.init(x0_N, key, eps)
+  state = method.init(x0_N, _common.check_key("key", key), eps)
 
   def body(s, _):
     s = method.step(s)
@@ -276,7 +277,7 @@ def queries_to_stationarity(method: Method, monitor: Callable[[jax.Array], jax.A
   shape (``max_steps`` may change). Returns ``(queries, steps, reached, x_final)``.
   """
   x0_N = _oracle.validate_point("x0_N", x0_N, method.n)  # shapes (values: the eager path)
-  state = method.init(x0_N, key, eps)
+  state = method.init(x0_N, _common.check_key("key", key), eps)
 
   def cond(c):
     s, t = c
@@ -324,6 +325,7 @@ def find_stationary_point(oracle, x0_N, key, *, eps, method: str = "ours", num_s
     ``(x_N, queries, xs_TxN, counts_T)``.
   """
   x0_N = _oracle.validate_point("x0_N", x0_N, oracle.n)
+  _common.check_key("key", key)
   _oracle.validate_positive("eps", eps)
   if not isinstance(num_steps, int) or num_steps < 1:
     raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")

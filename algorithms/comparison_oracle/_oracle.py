@@ -102,7 +102,7 @@ def make_oracle(f: Callable, n: int, *, flip_prob: float = 0.0, flip_scale: floa
 
 def init_state(key: jax.Array) -> OracleState:
   """A fresh oracle state: zero comparisons charged."""
-  return OracleState(count=jnp.zeros((), jnp.int32), key=key)
+  return OracleState(count=jnp.zeros((), jnp.int32), key=_common.check_key("key", key))
 
 
 def votes_for(flip_prob: float, num_comparisons: float, failure: float = 0.05) -> int:

@@ -76,6 +76,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from reprojax.algorithms import _common
 from reprojax.algorithms.comparison_oracle import _jit
 from reprojax.algorithms.comparison_oracle import _oracle
 
@@ -249,6 +250,7 @@ def quantum_normalized_gradient(oracle, state, x_N, key, *, delta: float, gamma,
   """
   _check_exact(oracle)
   x_N = _oracle.validate_point("x_N", x_N, oracle.n)
+  _common.check_key("key", key)
   _oracle.validate_positive("gamma", gamma)
   if not 0 < delta < 1:
     raise ValueError(f"delta must be in (0, 1), got {delta}")

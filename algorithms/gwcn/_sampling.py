@@ -80,6 +80,7 @@ def sample_adjacency(key: jax.Array, prob_NxN: jax.Array, density) -> jax.Array:
   """
   prob_NxN = _check_prob(prob_NxN, density)
   n = prob_NxN.shape[0]
+  key = _common.check_key("key", key)
   u_NxN = jax.random.uniform(key, (n, n))
   upper = jnp.triu(u_NxN < jnp.minimum(1.0, density * prob_NxN), k=1)
   return (upper | upper.T).astype(jnp.float32)
@@ -141,6 +142,7 @@ def random_order(key: jax.Array, num_nodes: int) -> jax.Array:
   """A uniformly random node ordering (uniform node sampling)."""
   if int(num_nodes) < 1:
     raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
+  key = _common.check_key("key", key)
   return jax.random.permutation(key, num_nodes).astype(jnp.int32)
 
 

@@ -538,6 +538,7 @@ def ising_em_starts(key: jax.Array, votes_NxK: jax.Array, num_starts: int,
     raise ValueError(f"num_starts must be >= 1, got {num_starts}")
   if first_N is not None:
     first_N = _check_posteriors("first_N", first_N, (votes_NxK.shape[0],))
+  key = _common.check_key("key", key)
   return _starts_jit(key, votes_NxK, num_starts=int(num_starts), ds_posterior_N=first_N)
 
 

@@ -214,6 +214,7 @@ def ising_sample(key: jax.Array, h_K: jax.Array, W_KxK: jax.Array, num_samples: 
   """
   h_K, W_KxK = _checks.check_field_couplings(h_K, W_KxK)
   _checks.check_exact_k(np.shape(h_K)[0], "ising_sample")
+  key = _common.check_key("key", key)
   return _ising_sample(key, h_K, W_KxK, num_samples=int(num_samples))
 
 
@@ -261,4 +262,5 @@ def ising_gibbs(key: jax.Array, h_K: jax.Array, W_KxK: jax.Array, num_chains: in
   h_K, W_KxK = _checks.check_field_couplings(h_K, W_KxK)
   if num_chains < 1 or num_sweeps < 1:
     raise ValueError(f"num_chains and num_sweeps must be >= 1, got {num_chains}, {num_sweeps}")
+  key = _common.check_key("key", key)
   return _ising_gibbs(key, h_K, W_KxK, num_chains=int(num_chains), num_sweeps=int(num_sweeps))
