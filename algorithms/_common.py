@@ -43,6 +43,9 @@ class Example(NamedTuple):
   # every level, say) rather than copied from one input axis: the fuzzer then
   # checks only the outputs' ranks after a change of size.
   derived_sizes: bool = False
+  # True for elementwise functions whose arguments broadcast (one of them given a
+  # leading axis of 2 may leave an output that does not depend on it as it was).
+  broadcasts: bool = False
 
 
 def is_concrete(x: Any) -> bool:

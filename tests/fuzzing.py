@@ -168,18 +168,22 @@ def argument_names(ex, slug: str) -> set[str]:
       except (TypeError, ValueError):
         pass
   names -= {"args", "kwargs"}
-  # A message may name an argument by its stem: "senders" for senders_E, "W" for W_KxK.
-  return names | {re.sub(r"_[A-Z0-9]+(x[A-Z0-9]+)*$", "", n) for n in names}
+  return names | {_stem(n) for n in names}
 
 
-def _explained(base, got, m: Mutation, old: int, new: int) -> bool:
+def _stem(name: str) -> str:
+  """A name without its shape suffix: "senders" for senders_E, "W" for W_KxK."""
+  return re.sub(r"_[A-Z0-9]+(x[A-Z0-9]+)*$", "", name)
+
+
+def _explained(base, got, m: Mutation, old: int, new: int, broadcasts: bool) -> bool:
   """Whether output shape ``got`` follows from the valid call's ``base`` under ``m``."""
   if m.kind in VALUE_KINDS:
     return got == base
-  if m.kind == "rank_up":  # accepted as a batch of two, or broadcast away
-    return got == base or got == (2,) + base
-  if m.kind == "rank_down":
-    return got == base or got == base[1:]
+  if m.kind == "rank_up":  # accepted only as a batch of two (or broadcast, where declared)
+    return got == (2,) + base or (broadcasts and got == base)
+  if m.kind == "rank_down":  # accepted only as the batch axis dropped
+    return got == base[1:]
   return len(got) == len(base) and all(g == b or (b == old and g == new)
                                        for g, b in zip(got, base))
 
@@ -202,7 +206,7 @@ def verdict(ex, slug: str, args, base_out, m: Mutation) -> str | None:
     said = set()  # the message's identifiers, each also by its stem and its last field
     for token in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", msg):
       for t in [token] + token.split("."):
-        said |= {t, re.sub(r"_[A-Z0-9]+(x[A-Z0-9]+)*$", "", t)}
+        said |= {t, _stem(t)}
     if not said & names:
       return f"{what}: the message names no argument: {msg[:160]}"
     return None
@@ -225,7 +229,7 @@ def verdict(ex, slug: str, args, base_out, m: Mutation) -> str | None:
     b, g = np.shape(b), np.shape(g)
     if ex.derived_sizes and m.kind in ("empty", "grow") and len(b) == len(g):
       continue
-    if not _explained(b, g, m, old, new):
+    if not _explained(b, g, m, old, new, ex.broadcasts):
       return f"{what}: accepted, but the output shape {g} does not follow from {b}"
   if m.kind == "grow" and old not in ex.free_sizes:
     partners = [paths[j] for j, y in enumerate(leaves)

@@ -265,7 +265,8 @@ EXAMPLES = (
             lambda k: (0.3 * jax.random.normal(k, (5,)), jax.random.randint(k, (), 1, 6))),
     Example("hard_chain_value", _ex_hard_chain_value, _hard_chain_args),
     Example("hard_chain_params", _ex_hard_chain_params, _hard_params_args,
-            bad_args=(jnp.asarray(0.0), jnp.asarray(1.0), jnp.asarray(1.0))),  # no links
+            bad_args=(jnp.asarray(0.0), jnp.asarray(1.0), jnp.asarray(1.0)),  # no links
+            broadcasts=True),  # vectorised over T by the experiment
     # host-side helpers: query budgets and the circuit simulators
     Example("bits_for_accuracy", bits_for_accuracy,
             lambda k: (8, float(jax.random.uniform(k, minval=1e-6, maxval=0.5))),
