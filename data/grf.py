@@ -3,7 +3,10 @@
 The FNO paper's input distributions (Li et al., ICLR 2021, sections 5.1-5.2):
 
 * Burgers: periodic on (0, 1), ``N(0, 625 (-Laplacian + 25 I)^-2)``, i.e.
-  ``sigma=25, tau=5, alpha=2``.
+  ``sigma=25, tau=5, alpha=2`` (the paper's text). The authors' released generator
+  (``GRF1(s/2, 0, 2.5, 7, 49, "periodic")`` in ``gen_burgers1.m``) draws
+  ``sigma=49, tau=7, alpha=2.5`` and sets the constant mode to its second argument,
+  0: ``periodic_grf_1d(..., constant_mode=False)``.
 * Darcy: Neumann (cosine) on (0, 1)^2, ``N(0, (-Laplacian + 9 I)^-2)``, then
   thresholded; only the sign matters for the coefficient, so ``sigma`` is free.
 
@@ -20,12 +23,24 @@ import numpy as np
 
 
 def periodic_grf_1d(key: jax.Array, n: int, s: int, *, sigma: float = 25.0, tau: float = 5.0,
-                    alpha: float = 2.0, dtype=jnp.float32) -> jax.Array:
+                    alpha: float = 2.0, constant_mode: bool = True,
+                    dtype=jnp.float32) -> jax.Array:
   """``n`` samples of a periodic GRF on the grid ``x_j = j / s``, j = 0..s-1.
 
   Eigenfunctions of -d^2/dx^2 on the circle of length 1: 1, sqrt(2) cos(2 pi k x),
   sqrt(2) sin(2 pi k x) with eigenvalue (2 pi k)^2; modes k < s/2 are kept (the
-  Nyquist mode is dropped so the field is real and resolved).
+  Nyquist mode is dropped so the field is real and resolved). So
+  ``u = c0 + sum_k A_k cos(2 pi k x) + B_k sin(2 pi k x)`` with A_k, B_k independent
+  N(0, 2 sigma^2 ((2 pi k)^2 + tau^2)^-alpha).
+
+  The constant mode c0: with ``constant_mode`` (default) it is drawn like the others,
+  c0 ~ N(0, sigma^2 tau^(-2 alpha)), as the covariance operator says (the paper
+  text's law); without it c0 = 0 and every sample has mean exactly zero, as in the
+  authors' released Burgers generator. Under the released sigma=49, tau=7, alpha=2.5
+  a random c0 would have standard deviation 0.38, more than all other modes together,
+  and Burgers being Galilean invariant, it would only translate the solution by c0 t.
+  The draws of A_k and B_k do not depend on ``constant_mode``: for one key the two
+  laws' samples differ by c0 exactly.
 
   Returns:
     ``u_NxS`` float array.
@@ -38,7 +53,7 @@ def periodic_grf_1d(key: jax.Array, n: int, s: int, *, sigma: float = 25.0, tau:
   kc, ks, k0 = jax.random.split(key, 3)
   a = jax.random.normal(kc, (n, k.size), dtype) * std_k
   b = jax.random.normal(ks, (n, k.size), dtype) * std_k
-  c0 = jax.random.normal(k0, (n, 1), dtype) * std_0
+  c0 = jax.random.normal(k0, (n, 1), dtype) * (std_0 if constant_mode else 0.0)
   # Real field from its rfft coefficients: u_j = c0 + sqrt2 sum_k (a cos + b sin).
   coef = jnp.zeros((n, s // 2 + 1), jnp.complex64 if dtype == jnp.float32 else jnp.complex128)
   coef = coef.at[:, 0].set(c0[:, 0] * s)

@@ -37,7 +37,8 @@ def load_data(config: ml_collections.ConfigDict, rc: ml_collections.ConfigDict) 
   return pde.load(rc.pde, resolution=rc.resolution, solver_resolution=rc.solver_resolution,
                   n_train=rc.n_train, n_test=rc.n_test, seed=config.data_seed,
                   num_steps=rc.num_steps_solver, viscosity=rc.viscosity,
-                  grf_params=tuple(rc.grf), data_dir=config.data_dir or None,
+                  grf_params=tuple(rc.grf), grf_constant_mode=rc.grf_constant_mode,
+                  data_dir=config.data_dir or None,
                   generate=config.generate_data)
 
 

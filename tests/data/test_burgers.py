@@ -63,6 +63,43 @@ def test_grf_mode_variances():
   np.testing.assert_allclose(emp, theory, rtol=0.1)
 
 
+def _trig_coefficients(u, k_max):
+  """Cosine and sine coefficients A_k, B_k of u(x_j), x_j = j / s, by direct projection."""
+  s = u.shape[-1]
+  x = np.arange(s) / s
+  k = np.arange(k_max + 1)[:, None]
+  return u @ np.cos(2 * np.pi * k * x).T * (2 / s), u @ np.sin(2 * np.pi * k * x).T * (2 / s)
+
+
+@pytest.mark.parametrize("law", ["released", "text"])
+def test_grf_trig_coefficient_variances(law):
+  """Each cosine and sine coefficient against the released GRF1's law, sample by sample.
+
+  gen_burgers1.m draws u0 = GRF1(s/2, 0, gamma=2.5, tau=7, sigma=49, "periodic"): the
+  coefficients of cos(2 pi k x) and sin(2 pi k x) are sqrt(2) sigma ((2 pi k)^2 + tau^2)^(-gamma/2)
+  times a standard normal, and the constant is its m = 0 exactly. The text's law keeps a
+  random constant of variance sigma^2 tau^(-2 alpha) (the covariance's k = 0 eigenvalue).
+  """
+  sigma, tau, alpha = (49.0, 7.0, 2.5) if law == "released" else (25.0, 5.0, 2.0)
+  s, n, k_max = 64, 8000, 8
+  u = np.asarray(grf.periodic_grf_1d(jax.random.key(5), n, s, sigma=sigma, tau=tau, alpha=alpha,
+                                     constant_mode=law == "text", dtype=np.float64))
+  a, b = _trig_coefficients(u, k_max)
+  k = np.arange(1, k_max + 1)
+  std = np.sqrt(2) * sigma * ((2 * np.pi * k) ** 2 + tau**2) ** (-alpha / 2)
+  # The sample variance of 8000 normals is within 4.5 standard errors (sqrt(2/n) = 1.6%) of its own.
+  np.testing.assert_allclose(a[:, 1:].var(0), std**2, rtol=0.075)
+  np.testing.assert_allclose(b[:, 1:].var(0), std**2, rtol=0.075)
+  mean = a[:, 0] / 2  # A_0 / 2 is the spatial mean
+  if law == "released":
+    np.testing.assert_allclose(mean, 0.0, atol=1e-12)
+  else:
+    np.testing.assert_allclose(mean.var(), sigma**2 * tau ** (-2 * alpha), rtol=0.075)
+  # Modes from different k, and cosine from sine, are uncorrelated.
+  corr = np.corrcoef(np.concatenate([a[:, 1:], b[:, 1:]], axis=1), rowvar=False)
+  np.testing.assert_allclose(corr, np.eye(2 * k_max), atol=0.06)
+
+
 def test_bad_input():
   with pytest.raises(ValueError):
     burgers.solve(np.zeros((3, 7)))  # odd resolution

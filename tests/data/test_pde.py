@@ -18,6 +18,30 @@ def test_generate_once_and_cache(tmp_path):
   assert not np.allclose(first.x_train[0], first.x_train[1])
 
 
+def test_cache_key_includes_the_constant_mode(tmp_path):
+  """The released law fixes the input's mean at 0: its cache entry is not the old random-mean one.
+
+  Generated with the constant mode, the released-law dataset cannot be read back as the
+  zero-mean one (generate=False fails rather than serving the stale data), and the
+  zero-mean inputs are the same draws less their means.
+  """
+  kw = dict(resolution=16, solver_resolution=32, n_train=5, n_test=3, num_steps=50,
+            data_dir=str(tmp_path), **{k: v for k, v in pde.BURGERS_RELEASED_CODE.items()
+                                        if k != "grf_constant_mode"}, grf_params=(49.0, 7.0, 2.5))
+  kw.pop("grf")
+  names = {c: pde.builder("burgers", grf_constant_mode=c, **kw).builder_config.name
+           for c in (True, False)}
+  assert names[True] != names[False] and names[False].endswith("_mean0")
+  old = pde.load("burgers", grf_constant_mode=True, **kw)
+  with pytest.raises(FileNotFoundError, match="generate"):
+    pde.load("burgers", grf_constant_mode=False, generate=False, **kw)
+  new = pde.load("burgers", grf_constant_mode=False, **kw)
+  np.testing.assert_allclose(new.x_train.mean(-1), 0.0, atol=1e-6)
+  assert np.abs(old.x_train.mean(-1)).min() > 1e-3
+  np.testing.assert_allclose(new.x_train, old.x_train - old.x_train.mean(-1, keepdims=True),
+                             atol=1e-5)
+
+
 def test_darcy_subsamples_solver_grid(tmp_path):
   d = pde.load("darcy", resolution=9, solver_resolution=17, n_train=3, n_test=1,
                data_dir=str(tmp_path))

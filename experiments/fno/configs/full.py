@@ -22,6 +22,7 @@ def get_config() -> ml_collections.ConfigDict:
   burgers = quick.run_config()
   burgers.viscosity = 1e-3  # the authors' released generator, as in quick.py
   burgers.grf = (49.0, 7.0, 2.5)
+  burgers.grf_constant_mode = False
   burgers.paper_setting = "s=1024, 1000 train, 500 epochs, released data: nu=1e-3"
   burgers.resolution = 1024
   burgers.solver_resolution = 8192
