@@ -70,8 +70,8 @@ def neumann_grf_2d(key: jax.Array, n: int, s: int, *, sigma: float = 1.0, tau: f
   cosine matrices, which is exact on the nodes and cheap for s of a few hundred.
   With ``zero_mean`` (default) the constant mode is dropped: otherwise it dominates
   (std 1/tau^2) and psi(g) is one value over most of the domain (a mean of 11.1 of
-  {3, 12} measured at s=85, against 7.4 without it). We believe the authors'
-  generator also drops it but have not checked its source.
+  {3, 12} measured at s=85, against 7.4 without it). The authors' released generator
+  drops it too (``L(1,1) = 0`` in ``data_generation/darcy/GRF.m``).
 
   Returns:
     ``u_NxSxS`` float array.

@@ -134,8 +134,11 @@ def workloads(full: bool) -> list[bench.Workload]:
       ours=lambda: fit(y, m, f0), peer=peer, peer_name="tensorly parafac(mask=...)",
       peer_package="tensorly", agree=agree, repeats=3,
       flops=float(n_iter * len(y.shape) * 4 * rank * size),
+      bytes=float(n_iter * len(y.shape) * 8 * size),
       note="FLOPs: per sweep and mode one MTTKRP (2 R |T|) and one reconstruction for the EM "
-           "fill (2 R |T|), the dominant terms")]
+           "fill (2 R |T|), the dominant terms; bytes: per sweep and mode the data and the mask "
+           "(float32) read once. At rank 4 that is 2 FLOPs a byte, below this machine's balance "
+           "of about 13, so the byte count is the limit")]
 
 
 def main(argv):
