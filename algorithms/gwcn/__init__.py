@@ -6,6 +6,7 @@ Public API (``from reprojax.algorithms import gwcn``):
   :func:`normalized_shift` / :func:`normalized_shift_dense` (``D~^-1/2 (A+I) D~^-1/2``),
   :func:`propagate` (``edge_chunk`` for large graphs), :func:`sort_edges`,
   :func:`pad_edges`, :func:`to_csr` (the fast path for many features),
+  :func:`to_ell` (degree-bucketed ELLPACK: the fast path for few features),
   :func:`edges_from_adjacency`, :func:`adjacency_from_edges`,
   :func:`edge_density`, :func:`operator_norm`, validation helpers;
 * sampling: :func:`sparsity` (schedules), :func:`sample_adjacency`,
@@ -35,10 +36,12 @@ from reprojax.algorithms.gwcn._operators import pad_edges
 from reprojax.algorithms.gwcn._operators import sort_edges
 from reprojax.algorithms.gwcn._operators import validate_adjacency
 from reprojax.algorithms.gwcn._operators import validate_edges
+from reprojax.algorithms.gwcn._propagate import EllOperator
 from reprojax.algorithms.gwcn._propagate import propagate
 from reprojax.algorithms.gwcn._propagate import Shift
 from reprojax.algorithms.gwcn._propagate import SparseOperator
 from reprojax.algorithms.gwcn._propagate import to_csr
+from reprojax.algorithms.gwcn._propagate import to_ell
 from reprojax.algorithms.gwcn._sampling import SCHEDULES
 from reprojax.algorithms.gwcn._sampling import bfs_order
 from reprojax.algorithms.gwcn._sampling import degree_order
@@ -59,12 +62,12 @@ from reprojax.algorithms.gwcn._transfer import transfer_bound
 from reprojax.algorithms.gwcn._transfer import transfer_error
 
 __all__ = [
-    "SCHEDULES", "Shift", "SparseOperator", "adjacency_from_edges", "bernoulli_variance",
+    "SCHEDULES", "EllOperator", "Shift", "SparseOperator", "adjacency_from_edges", "bernoulli_variance",
     "bfs_order", "degree_order", "degree_ordered_subgraph", "density_term", "edge_density",
     "edge_density_dense", "edges_from_adjacency", "fit_density_curves", "fit_power_law",
     "gwcn_shift", "gwcn_shift_dense", "induced_subgraph", "limit_shift", "normalized_shift",
     "normalized_shift_dense", "operator_norm", "pad_edges", "propagate", "random_order", "rms",
-    "sample_adjacency", "size_term", "sort_edges", "sparsity", "stretched_sample", "to_csr",
+    "sample_adjacency", "size_term", "sort_edges", "sparsity", "stretched_sample", "to_csr", "to_ell",
     "transfer_bound", "transfer_error", "validate_adjacency", "validate_edges",
 ]
 

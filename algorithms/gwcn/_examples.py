@@ -38,6 +38,7 @@ from reprojax.algorithms.gwcn import sort_edges
 from reprojax.algorithms.gwcn import sparsity
 from reprojax.algorithms.gwcn import stretched_sample
 from reprojax.algorithms.gwcn import to_csr
+from reprojax.algorithms.gwcn import to_ell
 from reprojax.algorithms.gwcn import transfer_bound
 from reprojax.algorithms.gwcn import transfer_error
 from reprojax.algorithms.gwcn import validate_adjacency
@@ -109,6 +110,16 @@ def _edges_and_signal(key):
   return (*_example_edges(key), _uniform_NxN(jax.random.fold_in(key, 2))[:, :3])
 
 
+def _ring_edges(key):
+  """The padded ring (fixed degrees: fixed ELL bucket shapes) with random weights."""
+  _, (s, r, w) = _ring_np()
+  return s, r, w * (0.5 + jax.random.uniform(key, w.shape))
+
+
+def _ell_and_signal(key):
+  return to_ell(SparseOperator(*_ring_edges(key)), _N), _edges_and_signal(key)[3]
+
+
 def _edges_and_order(key):
   return (*_example_edges(key), jax.random.permutation(jax.random.fold_in(key, 3), _N))
 
@@ -160,6 +171,10 @@ EXAMPLES = (
             vmappable=False),  # built on the host from the edge values; bad input: test_gwcn
     Example("to_csr", lambda s, r, w: to_csr(SparseOperator(s, r, w), _N), _example_edges,
             bad_args=_mismatched_edges(), jittable=False, vmappable=False),
+    Example("propagate_ell", lambda ell, x: propagate(ell, x), _ell_and_signal,
+            vmappable=False),  # built on the host from the edge values; bad input: test_gwcn
+    Example("to_ell", lambda s, r, w: to_ell(SparseOperator(s, r, w), _N), _ring_edges,
+            bad_args=_mismatched_edges(), jittable=False, vmappable=False),  # host numpy
     Example("propagate_dense", propagate,
             lambda k: (_example_adjacency(k), _uniform_NxN(k)[:, :3]),
             bad_args=(_ring_np()[0], np.ones(_N, np.float32))),

@@ -25,7 +25,90 @@ class SparseOperator(NamedTuple):
   weights_E: jax.Array  # float [E], S[receiver, sender]
 
 
-Shift = Union[SparseOperator, jsparse.BCSR, jax.Array]
+class EllOperator(NamedTuple):
+  """A graph shift as degree-bucketed ELLPACK, built on the host by :func:`to_ell`.
+
+  Rows (receivers) are grouped by in-degree; bucket ``b`` is a dense table of
+  ``rows_b x width_b`` senders and weights (short rows padded with weight 0), so a
+  product is one gather and one row sum per bucket, then one gather of the rows
+  back into node order.
+  """
+
+  senders: tuple  # per bucket, int32 [rows_b, width_b]
+  weights: tuple  # per bucket, float [rows_b, width_b]; padding entries 0
+  row_of_N: jax.Array  # int32 [N]: node i's row in the buckets' concatenation (M: no edges)
+
+
+Shift = Union[SparseOperator, EllOperator, jsparse.BCSR, jax.Array]
+
+
+def to_ell(shift: SparseOperator, num_nodes: int, max_buckets: int = 32) -> EllOperator:
+  """The shift as degree-bucketed ELLPACK (rows are receivers), on the host.
+
+  The fast path for few features (F = 1 to a few) on CPU, where the edge list's
+  ``segment_sum`` pays for XLA's scatter-add: here every row is a contiguous dense
+  sum. Rows of equal in-degree share a bucket (no padding) while there are at most
+  ``max_buckets`` distinct degrees; beyond that, bucket widths are geometric and a
+  row is padded up to its bucket's width (less than a factor 2^(1/4) or so for
+  ``max_buckets = 32`` and degrees up to 1000). Every stored edge is kept (padding
+  edges of weight 0 and repeated edges included), as :func:`to_csr` keeps them. Built
+  once per graph, outside ``jit``; the bucket shapes depend on the degrees, so
+  different graphs compile different programs.
+
+  Args:
+    shift: a :class:`SparseOperator` with concrete arrays.
+    num_nodes: ``N``.
+    max_buckets: at most this many buckets (>= 1).
+
+  Returns:
+    an :class:`EllOperator` for :func:`propagate`.
+  """
+  if not isinstance(shift, SparseOperator):
+    raise ValueError(f"shift must be a SparseOperator, got {type(shift).__name__}")
+  if not all(_common.is_concrete(a) for a in shift):
+    raise ValueError("to_ell needs the edge list's values: call it outside jit/vmap")
+  if not isinstance(max_buckets, (int, np.integer)) or max_buckets < 1:
+    raise ValueError(f"max_buckets must be an integer >= 1, got {max_buckets}")
+  s, r, w = _host_edges(shift, num_nodes)
+  order = np.lexsort((s, r))
+  s, r, w = s[order], r[order], w[order]
+  deg = np.bincount(r, minlength=num_nodes)
+  start = np.concatenate([[0], np.cumsum(deg)])[:-1]
+  widths = np.unique(deg[deg > 0])
+  if widths.size > max_buckets:  # geometric widths; the last one is the largest degree
+    widths = np.unique(np.ceil(np.geomspace(widths[0], widths[-1], max_buckets)).astype(np.int64))
+  bucket = np.searchsorted(widths, deg)  # the narrowest bucket the row fits
+  senders, weights, rows = [], [], []
+  for b, width in enumerate(widths):
+    members = np.flatnonzero((bucket == b) & (deg > 0))
+    if members.size == 0:
+      continue
+    k = np.arange(width)
+    valid = k[None, :] < deg[members, None]
+    pos = np.where(valid, start[members, None] + k[None, :], 0)
+    # dtypes converted on the host: a conversion on the device would compile per shape
+    senders.append(jnp.asarray(np.where(valid, s[pos], 0).astype(np.int32)))
+    weights.append(jnp.asarray(np.where(valid, w[pos], 0).astype(w.dtype)))
+    rows.append(members)
+  rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+  row_of = np.full(num_nodes, rows.size, np.int32)
+  row_of[rows] = np.arange(rows.size)
+  return EllOperator(tuple(senders), tuple(weights), jnp.asarray(row_of))
+
+
+def _host_edges(shift: SparseOperator, num_nodes: int):
+  """The edge list as numpy arrays, its shapes and endpoints checked against ``num_nodes``."""
+  shift = SparseOperator(*check_edge_arrays(*shift))
+  if not isinstance(num_nodes, (int, np.integer)) or num_nodes < 1:
+    raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
+  s, r, w = (np.asarray(a) for a in shift)
+  if not (s.ndim == r.ndim == w.ndim == 1 and s.shape == r.shape == w.shape):
+    raise ValueError(f"senders_E, receivers_E, weights_E must be 1-D of one length, got "
+                     f"{s.shape}, {r.shape}, {w.shape}")
+  if s.size and (min(s.min(), r.min()) < 0 or max(s.max(), r.max()) >= num_nodes):
+    raise ValueError(f"edge endpoints must lie in [0, {num_nodes}), got "
+                     f"[{min(s.min(), r.min())}, {max(s.max(), r.max())}]")
+  return s, r, w
 
 
 def to_csr(shift: SparseOperator, num_nodes: int) -> jsparse.BCSR:
@@ -50,16 +133,7 @@ def to_csr(shift: SparseOperator, num_nodes: int) -> jsparse.BCSR:
     raise ValueError(f"shift must be a SparseOperator, got {type(shift).__name__}")
   if not all(_common.is_concrete(a) for a in shift):
     raise ValueError("to_csr needs the edge list's values: call it outside jit/vmap")
-  shift = SparseOperator(*check_edge_arrays(*shift))
-  if not isinstance(num_nodes, (int, np.integer)) or num_nodes < 1:
-    raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
-  s, r, w = (np.asarray(a) for a in shift)
-  if not (s.ndim == r.ndim == w.ndim == 1 and s.shape == r.shape == w.shape):
-    raise ValueError(f"senders_E, receivers_E, weights_E must be 1-D of one length, got "
-                     f"{s.shape}, {r.shape}, {w.shape}")
-  if s.size and (min(s.min(), r.min()) < 0 or max(s.max(), r.max()) >= num_nodes):
-    raise ValueError(f"edge endpoints must lie in [0, {num_nodes}), got "
-                     f"[{min(s.min(), r.min())}, {max(s.max(), r.max())}]")
+  s, r, w = _host_edges(shift, num_nodes)
   order = np.lexsort((s, r))  # by row, then column
   indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=num_nodes))])
   return jsparse.BCSR((jnp.asarray(w[order]), jnp.asarray(s[order], jnp.int32),
@@ -79,6 +153,19 @@ def check_shift(shift: Shift, x_NxF: jax.Array) -> tuple[Shift, jax.Array]:
   """A shift and node signals that :func:`propagate` can apply: shapes, dtypes, finite
   values when concrete; lists become arrays. Edge indices are not range-checked here
   (that is :func:`validate_edges`, once per graph)."""
+  if isinstance(shift, EllOperator):
+    got = _common.check_arrays({"x_NxF": x_NxF, "shift.row_of_N": shift.row_of_N},
+                               kinds={"shift.row_of_N": "int"})
+    if len(shift.senders) != len(shift.weights):
+      raise ValueError(f"an ELL shift needs one weight table per sender table, got "
+                       f"{len(shift.senders)} and {len(shift.weights)}")
+    tables = []
+    for b, (s_b, w_b) in enumerate(zip(shift.senders, shift.weights)):
+      t = _common.check_arrays({f"shift.senders[{b}]_RxW": s_b, f"shift.weights[{b}]_RxW": w_b},
+                               kinds={f"shift.senders[{b}]_RxW": "int"})
+      tables.append(tuple(t.values()))
+    return (EllOperator(tuple(t[0] for t in tables), tuple(t[1] for t in tables),
+                        got["shift.row_of_N"]), got["x_NxF"])
   if isinstance(shift, SparseOperator):
     edges = check_edge_arrays(*shift)
     x_NxF = _common.check_arrays({"x_NxF": x_NxF})["x_NxF"]
@@ -118,6 +205,10 @@ def propagate(shift: Shift, x_NxF: jax.Array, edge_chunk: int | None = None) -> 
     ``S x`` of shape ``N x F``.
   """
   shift, x_NxF = check_shift(shift, x_NxF)
+  if isinstance(shift, EllOperator):
+    if edge_chunk is not None:
+      raise ValueError("edge_chunk applies to a SparseOperator's edge list, not to an ELL shift")
+    return _propagate_ell(shift, x_NxF)
   if isinstance(shift, jsparse.BCSR):
     if shift.shape != (x_NxF.shape[0],) * 2:
       raise ValueError(f"a CSR shift of shape {shift.shape} cannot apply to {x_NxF.shape[0]} nodes")
@@ -138,6 +229,20 @@ def propagate(shift: Shift, x_NxF: jax.Array, edge_chunk: int | None = None) -> 
                      "pad the edge list with reprojax.algorithms.gwcn.pad_edges")
   return _propagate_chunked(shift.senders_E, shift.receivers_E, w_E, x_NxF,
                             edge_chunk=int(edge_chunk))
+
+
+@jax.jit
+def _propagate_ell(shift: EllOperator, x_NxF):
+  """One gather and row sum per bucket, then the rows gathered back into node order."""
+  parts = []
+  for s_RxW, w_RxW in zip(shift.senders, shift.weights):
+    w = w_RxW.astype(x_NxF.dtype)
+    if x_NxF.shape[1] == 1:  # a gather of scalars and a row sum, no degenerate contraction
+      parts.append(jnp.sum(w * x_NxF[:, 0][s_RxW], axis=1)[:, None])
+    else:
+      parts.append(jnp.einsum("rw,rwf->rf", w, x_NxF[s_RxW]))
+  parts.append(jnp.zeros((1, x_NxF.shape[1]), x_NxF.dtype))  # the row of nodes without edges
+  return jnp.concatenate(parts)[shift.row_of_N]
 
 
 @functools.partial(jax.jit, static_argnames=("edge_chunk",))

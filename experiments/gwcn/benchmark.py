@@ -53,9 +53,10 @@ def _random_simple_graph(rng, n, e):
 def workloads(full: bool) -> list[bench.Workload]:
   """``make bench``'s rows: ``S @ X`` at 1,000,000 undirected edges, ours against scipy's CSR.
 
-  F = 1 takes one ``segment_sum`` over the edge list (the fastest of our paths at that
-  width); F = 32 the CSR path (``to_csr``: jaxlib's CPU kernel) and, for comparison, the
-  sender-sorted chunked path. All are checked against scipy's product.
+  F = 1 takes the degree-bucketed ELL path (``to_ell``) and, for comparison, one
+  ``segment_sum`` over the edge list; F = 32 the CSR path (``to_csr``: jaxlib's CPU
+  kernel), the ELL path and the sender-sorted chunked path. All are checked against
+  scipy's product.
   """
   n, e = (200_000, 1_000_000) if not full else (2_000_000, 10_000_000)
   rng = np.random.default_rng(0)
@@ -66,11 +67,14 @@ def workloads(full: bool) -> list[bench.Workload]:
   chunk = 1 << 15
   op_chunked = gwcn.SparseOperator(*gwcn.pad_edges(*gwcn.sort_edges(*op, by="sender"), chunk))
   op_csr = gwcn.to_csr(op, n)
+  op_ell = gwcn.to_ell(op, n)
   plain = jax.jit(gwcn.propagate)
   chunked = jax.jit(lambda o, x: gwcn.propagate(o, x, chunk))
   rows = []
-  for f, fn, o, path in ((1, plain, op, "edge list, one segment_sum"),
+  for f, fn, o, path in ((1, plain, op_ell, f"ELL in {len(op_ell.senders)} degree buckets, to_ell"),
+                         (1, plain, op, "edge list, one segment_sum"),
                          (32, plain, op_csr, "CSR, to_csr"),
+                         (32, plain, op_ell, "ELL, to_ell"),
                          (32, chunked, op_chunked, "edge list, sender-sorted, chunked")):
     x = rng.normal(size=(n, f)).astype(np.float32)
     xj = jnp.asarray(x)
@@ -82,7 +86,8 @@ def workloads(full: bool) -> list[bench.Workload]:
         ours=lambda fn=fn, o=o, xj=xj: fn(o, xj), peer=lambda x=x: csr @ x,
         peer_name="scipy.sparse CSR (1 thread)", peer_package="scipy",
         agree=bench.max_abs_diff(1e-5), bytes=moved, repeats=7,
-        note="bytes: the operator's indices and weights, X and S X once each" if f == 1 else ""))
+        note=("bytes: the operator's indices and weights, X and S X once each"
+              if f == 1 and fn is plain and o is op_ell else "")))
   return rows
 
 

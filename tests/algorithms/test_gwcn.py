@@ -288,6 +288,43 @@ def test_csr_path_equals_scipy_with_padding_and_repeated_edges(features):
   np.testing.assert_allclose(np.asarray(got), np.asarray(edges), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("features,max_buckets", [(1, 32), (1, 2), (8, 3), (33, 32)])
+def test_ell_path_equals_scipy(features, max_buckets):
+  """propagate over to_ell's buckets equals scipy's CSR product: padding and repeated edges,
+  a hub of high in-degree, isolated nodes, and geometric buckets when degrees are many."""
+  rng = np.random.default_rng(features + max_buckets)
+  n, e = 60, 400
+  s = rng.integers(0, n, e).astype(np.int32)
+  r = rng.integers(0, n - 5, e).astype(np.int32)  # nodes n-5.. receive nothing
+  r[:50] = 0  # a hub
+  w = rng.normal(size=e).astype(np.float32)
+  s, r, w = gwcn.pad_edges(jnp.asarray(s), jnp.asarray(r), jnp.asarray(w), 64)
+  x = rng.normal(size=(n, features)).astype(np.float32)
+  want = scipy.sparse.csr_matrix((np.asarray(w), (np.asarray(r), np.asarray(s))),
+                                 shape=(n, n)) @ x
+  ell = gwcn.to_ell(gwcn.SparseOperator(s, r, w), n, max_buckets)
+  assert len(ell.senders) <= max_buckets
+  got = jax.jit(gwcn.propagate)(ell, jnp.asarray(x))
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(np.asarray(got)[n - 5:], 0.0)
+
+
+def test_ell_bad_input():
+  op = gwcn.SparseOperator(jnp.array([0, 1], jnp.int32), jnp.array([1, 5], jnp.int32),
+                           jnp.ones(2))
+  with pytest.raises(ValueError, match=r"endpoints must lie in \[0, 4\)"):
+    gwcn.to_ell(op, 4)
+  with pytest.raises(ValueError, match="max_buckets"):
+    gwcn.to_ell(op, 6, 0)
+  ell = gwcn.to_ell(op, 6)
+  with pytest.raises(ValueError, match="share the length of axis N"):
+    gwcn.propagate(ell, jnp.ones((5, 2)))
+  with pytest.raises(ValueError, match="edge_chunk"):
+    gwcn.propagate(ell, jnp.ones((6, 2)), 2)
+  with pytest.raises(ValueError, match="outside jit"):
+    jax.jit(lambda w: gwcn.to_ell(op._replace(weights_E=w), 6))(jnp.ones(2))
+
+
 def test_csr_bad_input():
   op = gwcn.SparseOperator(jnp.array([0, 1], jnp.int32), jnp.array([1, 5], jnp.int32),
                            jnp.ones(2))
