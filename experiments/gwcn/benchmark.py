@@ -85,7 +85,7 @@ def workloads(full: bool) -> list[bench.Workload]:
         paper="gwcn", name=f"propagation S @ X, {e:,} undirected edges, {n:,} nodes, F = {f} ({path})",
         ours=lambda fn=fn, o=o, xj=xj: fn(o, xj), peer=lambda x=x: csr @ x,
         peer_name="scipy.sparse CSR (1 thread)", peer_package="scipy",
-        agree=bench.max_abs_diff(1e-5), bytes=moved, repeats=7,
+        agree=bench.max_abs_diff(1e-5), bytes=moved, repeats=21,
         note=("bytes: the operator's indices and weights, X and S X once each"
               if f == 1 and fn is plain and o is op_ell else "")))
   return rows
