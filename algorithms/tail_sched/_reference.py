@@ -15,8 +15,10 @@ Sarathi-Serve, as the tail_sched issue fixes it):
    it does not, KV holders of lower priority that are not in the batch are
    preempted (lowest priority first, or with ``cache_aware`` the cheapest to
    recompute per block freed first) until it fits, else it waits this iteration,
-   and from then on only requests that need no new block join the batch (memory
-   never goes to a request of lower priority than one left waiting for it).
+   and from then on only decode steps that need no new block join the batch (memory
+   never goes to a request of lower priority than one left waiting for it). A
+   preempted request sits out the iteration in which it was preempted. The batch
+   closes when it is full or the token budget is spent.
    A preempted request loses its cache and re-prefills its prompt and the tokens it
    has already emitted (preemption by recompute); emitted tokens are not emitted again.
 4. The iteration takes ``c_iter + c_prefill * prefill tokens + c_ctx * context tokens
@@ -200,45 +202,62 @@ def simulate_reference(arrival_s_R, prompt_tokens_R, output_tokens_R, policy: Po
     order = active[np.lexsort((active, keys))]
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(order.size)
-    batch, chunk = [], {}
-    budget, blocked = server.token_budget, False
+    # Phase A, admission in priority order. A request needing `extra` new blocks fits
+    # if the blocks needed so far beyond the free ones can come from holders ranked
+    # below it (all of them are candidates to be preempted).
+    held_below = np.zeros(n, np.int64)  # blocks held by requests ranked after each one
+    held_below[order] = np.cumsum(held[order][::-1])[::-1] - held[order]
+    batch, chunk, extras = [], {}, {}
+    budget, blocked, needed, last_requester = server.token_budget, False, 0, -1
     for j in order:
       if len(batch) == server.max_batch or budget == 0:
         break
-      if prefilled[j] < target[j]:  # a prefill chunk: its tokens' KV is stored
+      prefilling = prefilled[j] < target[j]
+      if blocked and prefilling:
+        continue
+      if prefilling:  # a prefill chunk: its tokens' KV is stored
         tokens = min(target[j] - prefilled[j], budget)
         after = prefilled[j] + tokens
       else:  # a decode step stores the KV of the last emitted token
         tokens = 1
-        after = target[j] + emitted[j] - (target[j] - p_tok[j])
+        after = p_tok[j] + emitted[j]
       extra = int(_blocks(after, server.block_size)) - held[j]
-      if extra > 0 and blocked:
-        continue
-      if extra > free:
-        victims = [v for v in order[::-1] if held[v] > 0 and v not in chunk and
-                   rank[v] > rank[j]]
-        if server.cache_aware:  # cheapest recompute (tokens) per block freed first
-          victims.sort(key=lambda v: ((prefilled[v] + emitted[v]) / held[v], -rank[v]))
-        freed, chosen = 0, []
-        for v in victims:
-          if free + freed >= extra:
-            break
-          chosen.append(v)
-          freed += held[v]
-        if free + freed < extra:
-          blocked = True  # waits this iteration, and so does every later request needing memory
+      if extra > 0:
+        if blocked:
           continue
-        for v in chosen:
-          free += held[v]
-          held[v] = 0
-          prefilled[v] = 0
-          target[v] = p_tok[v] + emitted[v]
-          preempt[v] += 1
-      free -= extra
-      held[j] += extra
+        if needed + extra - free > held_below[j]:
+          blocked = True  # waits, and so does every later request needing memory
+          continue
+        needed += extra
+        last_requester = j
       batch.append(j)
       chunk[j] = tokens
+      extras[j] = extra
       budget -= tokens
+    # Phase B, preemption: the blocks needed beyond the free ones come from holders ranked
+    # below the last request that needed memory, lowest priority first (or, cache-aware,
+    # the fewest tokens to recompute per block freed first); they leave the batch.
+    shortfall = needed - free
+    if shortfall > 0:
+      below = [v for v in order[rank[last_requester] + 1:] if held[v] > 0][::-1]
+      if server.cache_aware:
+        below.sort(key=lambda v: ((prefilled[v] + emitted[v]) / held[v], -rank[v]))
+      for v in below:
+        if shortfall <= 0:
+          break
+        shortfall -= held[v]
+        free += held[v]
+        held[v] = 0
+        prefilled[v] = 0
+        target[v] = p_tok[v] + emitted[v]
+        preempt[v] += 1
+        if v in chunk:
+          batch.remove(v)
+          del chunk[v], extras[v]
+      assert shortfall <= 0
+    for j in batch:
+      free -= extras[j]
+      held[j] += extras[j]
     if not batch:
       raise ValueError("no request fits the KV cache; raise kv_blocks")
     peak = max(peak, server.kv_blocks - free)
