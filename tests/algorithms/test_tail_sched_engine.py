@@ -1,0 +1,46 @@
+"""The JAX serving engine equals the numpy reference request by request."""
+
+import numpy as np
+import pytest
+
+from reprojax.algorithms.tail_sched import _engine as eng
+from reprojax.algorithms.tail_sched import _reference as ref
+
+UNIT = ref.LatencyModel(c_iter=1.0, c_prefill=0.0, c_ctx=0.0, c_seq=0.0)
+
+
+def test_hand_schedules():
+  """The two schedules of test_tail_sched_reference.py, worked by hand there."""
+  out = eng.simulate([0.0, 0.0, 1.5, 1.5, 10.0], [4, 3, 2, 10, 1], [2, 1, 3, 1, 1],
+                     ref.Policy("fcfs"), ref.Server(2, 8, 100, 4), UNIT, capacity=8)
+  np.testing.assert_allclose(out.ttlt_R, [2.0, 1.0, 3.5, 2.5, 1.0])
+  np.testing.assert_allclose(out.ttft_R, [1.0, 1.0, 1.5, 2.5, 1.0])
+  assert int(out.iterations) == 6
+  out = eng.simulate([0.0, 0.5], [4, 9], [5, 1], ref.Policy("srpt"), ref.Server(2, 8, 3, 4),
+                     UNIT, capacity=4)
+  np.testing.assert_allclose(out.ttlt_R, [7.0, 2.5])
+  np.testing.assert_allclose(out.max_tbt_R, [3.0, 0.0])
+  np.testing.assert_array_equal(out.preemptions_R, [1, 0])
+  assert int(out.iterations) == 7 and int(out.peak_blocks) == 3
+
+
+@pytest.mark.parametrize("name,cache_aware", [("srpt", False), ("gamma_boost_attained", True),
+                                              ("mlfq", False)])
+def test_engine_equals_reference_under_memory_pressure(name, cache_aware):
+  rng = np.random.default_rng(3)
+  n = 150
+  arrival = np.sort(rng.uniform(0, 4, n))
+  prompt, output = rng.integers(1, 200, n), rng.integers(1, 60, n)
+  edges = tuple(np.geomspace(1, 128, 9).tolist())
+  policy = ref.Policy(name, gamma=2.0, hist_edges=edges, hist_prior=(1.0,) * 8)
+  server = ref.Server(16, 256, 40, 16, cache_aware)
+  latency = ref.LatencyModel(0.01, 1e-4, 1e-6, 1e-4)
+  want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
+  got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=n)
+  assert want.preemptions_R.sum() > 0  # the cap binds
+  np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9)
+  np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9)
+  np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9)
+  np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R)
+  assert int(got.iterations) == want.iterations and int(got.peak_blocks) == want.peak_blocks
+  assert int(got.window_full) == 0 and int(got.finished) == n
