@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from reprojax.algorithms.tail_sched import _distribution
+from reprojax.algorithms.tail_sched import _priority
 from reprojax.algorithms.tail_sched._reference import LatencyModel
 from reprojax.algorithms.tail_sched._reference import POLICIES
 from reprojax.algorithms.tail_sched._reference import Server
@@ -81,8 +82,11 @@ def _blocks(tokens, block_size):
   return -(-tokens // block_size)
 
 
+# pylint: disable=protected-access
 def _keys(name, p: PolicyParams, num_levels, arrival, prompt, output, emitted, predicted,
-          counts_B):
+          counts_B, horizon):
+  """The policy's keys through :mod:`._priority`'s jitted cores (validated there for users;
+  here the inputs are the engine's own)."""
   tok = p.sec_per_token
   if name == "fcfs":
     return arrival
@@ -92,16 +96,14 @@ def _keys(name, p: PolicyParams, num_levels, arrival, prompt, output, emitted, p
     return predicted * tok
   if name == "mlfq":
     service = (emitted + p.prefill_weight * prompt) * tok
-    level = jnp.ceil(jnp.log2(1.0 + service / p.quantum))
-    return jnp.minimum(level, num_levels - 1) * 1e9 + arrival
+    return _priority._mlfq(arrival, service, p.quantum, num_levels, horizon)
   if name == "gamma_boost":
     log_m = p.gamma * output * tok
   else:  # gamma_boost_attained
     hist = _distribution.SizeHistogram(p.hist_edges_B1 * tok, counts_B)
-    log_m = _distribution._log_mgf_remaining(hist, emitted * tok, p.gamma)  # pylint: disable=protected-access
-  finite = jnp.where(jnp.isinf(p.gamma), 1.0, p.gamma)
-  boosted = arrival + jnp.log1p(-jnp.exp(-log_m)) / finite
-  return jnp.where(jnp.isinf(p.gamma), arrival, boosted)
+    log_m = _distribution._log_mgf_remaining(hist, emitted * tok, p.gamma)
+  return arrival - _priority._boost_from_log_mgf(log_m, p.gamma)
+# pylint: enable=protected-access
 
 
 def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyParams,
@@ -116,7 +118,7 @@ def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyPar
       s.prefilled_R, s.target_R, s.emitted_R, s.held_R))
   prompt, output = jnp.where(valid, prompt_R[g], 0), jnp.where(valid, output_R[g], 1)
   keys = _keys(name, p, num_levels, arrival_R[g], prompt, output, emitted, predicted_R[g],
-               s.counts_B)
+               s.counts_B, arrival_R[-1] + 1.0)
   keys = jnp.where(valid, keys, _INF)
   order = jnp.lexsort((jnp.where(valid, ids, jnp.iinfo(jnp.int32).max), keys))
   # Everything below is in priority order (position k).
@@ -201,7 +203,7 @@ def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyPar
 
   slot = jnp.zeros(cap, jnp.int32).at[order].set(jnp.where(done, -1, ids))
   return s._replace(
-      t=t, slot_C=jnp.where(s.slot_C >= 0, slot, -1), prefilled_R=put(s.prefilled_R, prefilled),
+      t=t, slot_C=slot, prefilled_R=put(s.prefilled_R, prefilled),
       target_R=put(s.target_R, target), emitted_R=put(s.emitted_R, emitted),
       held_R=put(s.held_R, held), first_R=put(s.first_R, first), last_R=put(s.last_R, last),
       gap_R=put(s.gap_R, gap), preempt_R=put(s.preempt_R, preempt.astype(jnp.int32)),
@@ -263,7 +265,6 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
   Same arguments and rules as :func:`._reference.simulate_reference`; ``capacity`` is the
   scheduler's window (see the module docstring).
   """
-  from reprojax.algorithms.tail_sched import _reference  # pylint: disable=g-import-not-at-top
   if policy.name not in POLICIES:
     raise ValueError(f"policy.name must be one of {POLICIES}, got {policy.name!r}")
   edges = np.asarray(policy.hist_edges if len(policy.hist_edges) else (0.0, 1.0), np.float64)
@@ -282,5 +283,4 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
                     LatencyModel(*(jnp.asarray(v, jnp.float64) for v in latency)),
                     name=policy.name, server=server, num_levels=int(policy.num_levels),
                     capacity=int(capacity), max_iterations=int(max_iterations))
-    del _reference
     return jax.device_get(res)

@@ -56,7 +56,8 @@ def _mg1(n, load, seed):
 def test_batch_one_fcfs_is_the_lindley_recursion():
   """Batch 1, no preemption, an iteration of 0.01 s: FCFS serves each request whole, its
   service S_j = 0.01 D_j, so W_{j+1} = max(0, W_j + S_j - (a_{j+1} - a_j)) exactly, and the
-  mean wait is Pollaczek-Khinchine's lambda E[S^2] / (2 (1 - rho))."""
+  mean wait is Pollaczek-Khinchine's lambda E[S^2] / (2 (1 - rho)) (ratios 0.97-1.04 over
+  four seeds of 4,000 requests; 1.038 for this one)."""
   arrival, prompt, output, step = _mg1(4000, 0.6, 0)
   out = ref.simulate_reference(arrival, prompt, output, ref.Policy("fcfs"),
                                ref.Server(1, 64, 10**6, 16),
@@ -69,7 +70,7 @@ def test_batch_one_fcfs_is_the_lindley_recursion():
   np.testing.assert_allclose(out.ttft_R, w + step, atol=1e-9)
   lam = (s.size - 1) / arrival[-1]
   pk = lam * np.mean(s**2) / (2 * (1 - lam * s.mean()))
-  assert abs(w.mean() / pk - 1) < 0.2, (w.mean(), pk)
+  assert abs(w.mean() / pk - 1) < 0.1, (w.mean(), pk)
 
 
 def test_conservation_on_a_loaded_trace():

@@ -25,10 +25,9 @@ def test_cache_key_includes_the_constant_mode(tmp_path):
   zero-mean one (generate=False fails rather than serving the stale data), and the
   zero-mean inputs are the same draws less their means.
   """
+  released = pde.BURGERS_RELEASED_CODE
   kw = dict(resolution=16, solver_resolution=32, n_train=5, n_test=3, num_steps=50,
-            data_dir=str(tmp_path), **{k: v for k, v in pde.BURGERS_RELEASED_CODE.items()
-                                        if k != "grf_constant_mode"}, grf_params=(49.0, 7.0, 2.5))
-  kw.pop("grf")
+            data_dir=str(tmp_path), viscosity=released["viscosity"], grf_params=released["grf"])
   names = {c: pde.builder("burgers", grf_constant_mode=c, **kw).builder_config.name
            for c in (True, False)}
   assert names[True] != names[False] and names[False].endswith("_mean0")
