@@ -89,3 +89,28 @@ def test_batch_one_srpt_and_fcfs_match_their_mg1_formulas():
   assert int(srpt.window_full) == 0 and int(fcfs.window_full) == 0
   assert abs(srpt.ttlt_R.mean() / sm - 1) < 0.1, (srpt.ttlt_R.mean(), sm)
   assert abs(fcfs.ttlt_R.mean() / pk - 1) < 0.1, (fcfs.ttlt_R.mean(), pk)
+
+
+@pytest.mark.parametrize("name", ["fcfs", "gamma_boost_attained"])
+def test_decode_runs_equal_one_iteration_at_a_time(name):
+  """At light load most iterations are decode steps of the whole window, which the engine
+  advances in closed form between events; it still equals the reference request by request
+  (a small KV cap makes some runs stop for memory, and Poisson arrivals end the others)."""
+  rng = np.random.default_rng(5)
+  n = 200
+  arrival = np.cumsum(rng.exponential(0.4, n))
+  prompt = rng.integers(1, 300, n)
+  output = np.minimum(rng.geometric(1 / 40, n), 300)
+  edges = tuple(np.geomspace(1, 512, 10).tolist())
+  policy = ref.Policy(name, gamma=0.5, hist_edges=edges, hist_prior=(1.0,) * 9)
+  server = ref.Server(32, 512, 48, 16)
+  latency = ref.LatencyModel(9e-3, 7e-5, 3e-7, 6e-5)
+  want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
+  got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=64)
+  assert int(got.loop_steps) < want.iterations / 4  # runs of many iterations happened
+  np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9)
+  np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9)
+  np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9)
+  np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R)
+  assert int(got.iterations) == want.iterations and int(got.peak_blocks) == want.peak_blocks
+  assert want.peak_blocks == server.kv_blocks and want.preemptions_R.sum() > 0  # it binds
