@@ -135,7 +135,23 @@ def replica_array(x, mesh: Mesh):
   return _place(x, data_sharding(mesh), -(-np.shape(x)[0] // d) * d)
 
 
-def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
+def _map_sequentially(fn, in_axes):
+  """``jax.vmap(fn, in_axes)``'s result, computed by ``lax.map`` (one replica at a time)."""
+
+  def mapped(*args):
+    axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+
+    def one(xs):
+      it = iter(xs)
+      return fn(*(next(it) if ax == 0 else a for a, ax in zip(args, axes)))
+
+    return jax.lax.map(one, [a for a, ax in zip(args, axes) if ax == 0])
+
+  return mapped
+
+
+def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True,
+                 sequential: bool = False):
   """``jax.jit(jax.vmap(fn, in_axes))`` with the mapped axis split over ``data``.
 
   This is how the papers' experiments scale their independent replicas (seeds,
@@ -156,6 +172,10 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
     mesh: default ``make_mesh()`` (all devices on ``data``), built at first call.
     in_axes: ``0``, ``None`` or a tuple of those, one per positional argument.
     gather: replicate the outputs (default) or leave them split over ``data``.
+    sequential: each device runs its replicas one after another (``lax.map``)
+      instead of vmapped: for a ``while_loop`` whose trip counts differ between
+      replicas, or that branches (a vmapped ``cond`` or ``switch`` runs every
+      branch on every trip).
 
   Returns:
     A callable with ``fn``'s positional arguments, batched as ``in_axes`` says;
@@ -163,7 +183,7 @@ def vmap_sharded(fn, mesh: Mesh | None = None, in_axes=0, gather: bool = True):
     accepts ``jax.ShapeDtypeStruct`` arguments: a paper-scale program can be
     lowered (checked to partition) without its data.
   """
-  vf = jax.vmap(fn, in_axes=in_axes)
+  vf = _map_sequentially(fn, in_axes) if sequential else jax.vmap(fn, in_axes=in_axes)
   cache = {}
 
   def prepare(args):

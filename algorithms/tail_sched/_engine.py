@@ -5,8 +5,9 @@ The rules are those of :func:`reprojax.algorithms.tail_sched._reference.simulate
 whole trace, and a grid of (policy parameter, load) cells is one call (:func:`simulate_grid`):
 
 * the scheduler sees a window of ``capacity`` slots, filled with arrived requests in
-  arrival order as slots free up (``Outcome.window_full`` counts the iterations in which an arrived request
-  waited outside a full window: zero means the window never changed the schedule);
+  arrival order as slots free up (``EngineOutcome.window_full`` counts the iterations in
+  which an arrived request waited outside a full window: zero means the window never
+  changed the schedule);
 * each iteration sorts the window by priority, admits requests by prefix sums (token
   budget, batch size, cumulative KV need against the blocks held below), picks victims
   by a suffix sum (or, cache-aware, by a second sort), then advances time and tokens;
@@ -64,6 +65,8 @@ class EngineOutcome(NamedTuple):
   window_full: jax.Array  # iterations with an arrived request outside the full window
   finished: jax.Array  # requests finished (all of them unless max_iterations ran out)
   loop_steps: jax.Array  # trips of the while loop (an iteration, a decode run or a jump)
+  busy_s: jax.Array  # seconds with a batch running (busy_s / end_s: the utilisation)
+  end_s: jax.Array  # time of the last iteration's end
 
 
 class _Core(NamedTuple):
@@ -73,6 +76,7 @@ class _Core(NamedTuple):
   finishes), so that no branch of the loop carries, and copies, the whole trace."""
 
   t: jax.Array
+  busy: jax.Array  # seconds spent in iterations
   nxt: jax.Array  # next request to enter the window
   id_C: jax.Array  # request id per slot, -1 empty
   prefilled_C: jax.Array
@@ -218,9 +222,10 @@ def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyPar
     counts = _distribution._observe(hist, output.astype(p.hist_edges_B1.dtype), done).counts_B  # pylint: disable=protected-access
   i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
   return c._replace(
-      t=t, id_C=ids, prefilled_C=i32(prefilled), target_C=i32(target), emitted_C=i32(emitted),
-      held_C=i32(jnp.where(done, 0, held)), preempt_C=i32(preempt + victim), first_C=first,
-      last_C=last, gap_C=gap, done_C=done, free=i32(free), counts_B=counts, iters=c.iters + 1,
+      t=t, busy=c.busy + dt, id_C=ids, prefilled_C=i32(prefilled), target_C=i32(target),
+      emitted_C=i32(emitted), held_C=i32(jnp.where(done, 0, held)),
+      preempt_C=i32(preempt + victim), first_C=first, last_C=last, gap_C=gap, done_C=done,
+      free=i32(free), counts_B=counts, iters=c.iters + 1,
       peak=i32(peak), finished=i32(c.finished + jnp.sum(done)))
 
 
@@ -308,7 +313,8 @@ def _decode_run(name, server: Server, lat: LatencyModel, p: PolicyParams, arriva
     counts = _distribution._observe(hist, output.astype(p.hist_edges_B1.dtype), done).counts_B  # pylint: disable=protected-access
   i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
   return c._replace(
-      t=t, emitted_C=i32(emitted), held_C=i32(jnp.where(done, 0, new_held)), first_C=first,
+      t=t, busy=c.busy + elapsed(k), emitted_C=i32(emitted),
+      held_C=i32(jnp.where(done, 0, new_held)), first_C=first,
       last_C=jnp.where(valid, t, c.last_C), gap_C=gap, done_C=done, free=i32(free),
       counts_B=counts, iters=c.iters + k, peak=i32(peak),
       finished=i32(c.finished + jnp.sum(done)))
@@ -350,7 +356,8 @@ def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
   f64, i32 = arrival_R.dtype, jnp.int32
   zc = jnp.zeros(capacity, i32)
   core = _Core(
-      t=jnp.asarray(0.0, f64), nxt=i32(0), id_C=jnp.full(capacity, -1, i32), prefilled_C=zc,
+      t=jnp.asarray(0.0, f64), busy=jnp.asarray(0.0, f64), nxt=i32(0),
+      id_C=jnp.full(capacity, -1, i32), prefilled_C=zc,
       target_C=zc, emitted_C=zc, held_C=zc, preempt_C=zc,
       first_C=jnp.full(capacity, jnp.nan, f64), last_C=jnp.full(capacity, jnp.nan, f64),
       gap_C=jnp.zeros(capacity, f64), done_C=jnp.zeros(capacity, bool),
@@ -388,7 +395,7 @@ def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
 
   c, o = jax.lax.while_loop(cond, body, (core, out))
   return EngineOutcome(o.first_R - arrival_R, o.last_R - arrival_R, o.gap_R, o.preempt_R,
-                       c.iters, c.peak, c.full, c.finished, c.steps)
+                       c.iters, c.peak, c.full, c.finished, c.steps, c.busy, c.t)
 
 
 def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Server,

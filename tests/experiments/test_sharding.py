@@ -33,6 +33,15 @@ def test_vmap_sharded_equals_plain_vmap(replicas):
   assert got["s"].shape == (replicas,)
 
 
+def test_sequential_replicas_equal_vmap():
+  """``sequential=True`` (``lax.map`` per device, for while_loops whose trip counts differ)."""
+  keys = jax.random.split(jax.random.key(1), 5)
+  w = jnp.linspace(0.5, 2.0, 5)
+  want = jax.jit(jax.vmap(_replica, in_axes=(0, 0, None)))(keys, w, 3.0)
+  got = sharding.vmap_sharded(_replica, in_axes=(0, 0, None), sequential=True)(keys, w, 3.0)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), got, want)
+
+
 def test_vmap_sharded_splits_the_replicas_over_devices():
   mesh = sharding.make_mesh()
   x = jnp.arange(16.0)
