@@ -148,7 +148,12 @@ def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyPar
   keys = _keys(name, p, num_levels, arrival_R[g], prompt, output, emitted, predicted_R[g],
                c.counts_B, arrival_R[-1] + 1.0)
   keys = jnp.where(valid, keys, _INF)
-  order = jnp.lexsort((jnp.where(valid, c.id_C, jnp.iinfo(jnp.int32).max), keys))
+  tie = jnp.where(valid, c.id_C, jnp.iinfo(jnp.int32).max)
+  if server.running_first:
+    group = jnp.where(valid, (c.held_C == 0).astype(jnp.int32), 2)  # running, waiting, empty
+    order = jnp.lexsort((tie, keys, group))
+  else:
+    order = jnp.lexsort((tie, keys))
   # Everything below is in priority order (position k), and the slots stay in it.
   ids, valid, prompt, output, emitted = (a[order] for a in (c.id_C, valid, prompt, output,
                                                             emitted))

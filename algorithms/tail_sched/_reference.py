@@ -7,7 +7,9 @@ Sarathi-Serve, as the tail_sched issue fixes it):
    jumps to the next arrival.
 2. Each active request gets its policy's priority key (smallest first; ties by
    arrival order), computed here by independent numpy formulas (the JAX engine
-   uses :mod:`._priority`; the tests compare the two request by request).
+   uses :mod:`._priority`; the tests compare the two request by request). With
+   ``running_first``, requests holding KV blocks come before all those holding none,
+   each group in key order (vLLM's running and waiting queues).
 3. The batch is built in priority order, at most ``max_batch`` requests and
    ``token_budget`` tokens: a request still prefilling takes a chunk of its
    remaining prefill (chunked prefill), a decoding one takes 1 token. Its KV cache
@@ -67,6 +69,10 @@ class Server(NamedTuple):
   kv_blocks: int  # KV cache capacity, in blocks
   block_size: int  # tokens per KV block
   cache_aware: bool = False  # preempt the cheapest recompute per block freed first
+  # Requests holding KV blocks rank above those holding none (vLLM's running and waiting
+  # queues, each in policy order): a waiting request then never preempts anyone, and the
+  # policy orders admission from the queue and the choice of victims among the running.
+  running_first: bool = False
 
 
 class Policy(NamedTuple):
@@ -199,7 +205,8 @@ def simulate_reference(arrival_s_R, prompt_tokens_R, output_tokens_R, policy: Po
       continue
     keys = _keys(policy, a[active], p_tok[active], d_tok[active], emitted[active],
                  predicted[active], edges, counts)
-    order = active[np.lexsort((active, keys))]
+    waiting = (held[active] == 0) if server.running_first else np.zeros(active.size, bool)
+    order = active[np.lexsort((active, keys, waiting))]
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(order.size)
     # Phase A, admission in priority order. A request needing `extra` new blocks fits

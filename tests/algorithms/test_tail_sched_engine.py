@@ -22,18 +22,23 @@ def test_hand_schedules():
   np.testing.assert_allclose(out.max_tbt_R, [3.0, 0.0])
   np.testing.assert_array_equal(out.preemptions_R, [1, 0])
   assert int(out.iterations) == 7 and int(out.peak_blocks) == 3
+  out = eng.simulate([0.0, 0.5], [4, 9], [5, 1], ref.Policy("srpt"),
+                     ref.Server(2, 8, 3, 4, running_first=True), UNIT, capacity=4)
+  np.testing.assert_allclose(out.ttlt_R, [5.0, 6.5])
+  np.testing.assert_array_equal(out.preemptions_R, [0, 0])
 
 
-@pytest.mark.parametrize("name,cache_aware", [("srpt", False), ("gamma_boost_attained", True),
-                                              ("mlfq", False)])
-def test_engine_equals_reference_under_memory_pressure(name, cache_aware):
+@pytest.mark.parametrize("name,cache_aware,running_first", [
+    ("srpt", False, False), ("gamma_boost_attained", True, False), ("mlfq", False, False),
+    ("srpt", True, True)])
+def test_engine_equals_reference_under_memory_pressure(name, cache_aware, running_first):
   rng = np.random.default_rng(3)
   n = 150
   arrival = np.sort(rng.uniform(0, 4, n))
   prompt, output = rng.integers(1, 200, n), rng.integers(1, 60, n)
   edges = tuple(np.geomspace(1, 128, 9).tolist())
   policy = ref.Policy(name, gamma=2.0, hist_edges=edges, hist_prior=(1.0,) * 8)
-  server = ref.Server(16, 256, 40, 16, cache_aware)
+  server = ref.Server(16, 256, 40, 16, cache_aware, running_first)
   latency = ref.LatencyModel(0.01, 1e-4, 1e-6, 1e-4)
   want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
   got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=n)

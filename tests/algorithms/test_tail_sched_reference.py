@@ -44,6 +44,22 @@ def test_srpt_preempts_by_recompute_by_hand():
   assert out.iterations == 7 and out.peak_blocks == 3
 
 
+def test_running_first_never_preempts_for_a_waiting_request_by_hand():
+  """The same two requests with ``running_first``: r0 holds a block, so it ranks above the
+  waiting r1 whatever SRPT says. it 2: r0 decodes (a 2nd block), r1 would take 7 tokens
+  and 2 blocks but only 1 is free and no holder ranks below it: it waits, as it does in
+  its 3-4 while r0 decodes within its 2 blocks; r0's 5th token at 5 (done, 3 blocks free).
+  it 6: r1 prefills 8 (2 blocks); it 7: its last prompt token (3rd block), token at 7.
+  r0: TTLT 5, gaps of 1; r1: TTFT = TTLT = 6.5; no preemption."""
+  out = ref.simulate_reference([0.0, 0.5], [4, 9], [5, 1], ref.Policy("srpt"),
+                               ref.Server(2, 8, 3, 4, running_first=True), UNIT)
+  np.testing.assert_allclose(out.ttft_R, [1.0, 6.5])
+  np.testing.assert_allclose(out.ttlt_R, [5.0, 6.5])
+  np.testing.assert_allclose(out.max_tbt_R, [1.0, 0.0])
+  np.testing.assert_array_equal(out.preemptions_R, [0, 0])
+  assert out.iterations == 7 and out.peak_blocks == 3
+
+
 def _mg1(n, load, seed):
   rng = np.random.default_rng(seed)
   out_tokens = 1 + rng.geometric(0.25, n)  # mean 5 tokens
