@@ -69,7 +69,8 @@ def observe(hist: SizeHistogram, sizes_R: jax.Array, mask_R: jax.Array) -> SizeH
 @jax.jit
 def _observe(hist, sizes_R, mask_R):
   num_bins = hist.counts_B.shape[0]
-  b = jnp.clip(jnp.searchsorted(hist.edges_B1, sizes_R, side="right") - 1, 0, num_bins - 1)
+  b = jnp.clip(jnp.searchsorted(hist.edges_B1, sizes_R, side="right", method="compare_all") - 1,
+               0, num_bins - 1)
   add = jnp.zeros_like(hist.counts_B).at[b].add(mask_R.astype(hist.counts_B.dtype))
   return hist._replace(counts_B=hist.counts_B + add)
 
@@ -98,14 +99,24 @@ def log_mgf_remaining(hist: SizeHistogram, attained_R: jax.Array,
 
 @jax.jit
 def _log_mgf_remaining(hist, attained_R, gamma):
+  # log M(x) = log sum_{b live} c_b e^{gamma mid_b} - gamma x - log sum_{b live} c_b, the
+  # live bins (mid_b > x) a suffix of the sorted midpoints: two suffix sums over the bins,
+  # then one lookup per request (O(R log B), not O(R B) exponentials). The exponentials
+  # are taken relative to the largest midpoint with mass, which is live whenever any is.
   mid_B = 0.5 * (hist.edges_B1[1:] + hist.edges_B1[:-1])
-  remaining_RxB = mid_B[None, :] - attained_R[..., None]
-  live_RxB = (remaining_RxB > 0) & (hist.counts_B > 0)
-  log_c_B = jnp.log(jnp.where(hist.counts_B > 0, hist.counts_B, 1.0))
+  has_B = hist.counts_B > 0
   finite_gamma = jnp.where(jnp.isinf(gamma), 1.0, gamma)
-  num = jax.nn.logsumexp(jnp.where(live_RxB, log_c_B + finite_gamma * remaining_RxB, -jnp.inf),
-                         axis=-1)
-  den = jax.nn.logsumexp(jnp.where(live_RxB, log_c_B, -jnp.inf), axis=-1)
+  top = jnp.max(jnp.where(has_B, mid_B, -jnp.inf))
+  w_B = jnp.where(has_B, hist.counts_B * jnp.exp(finite_gamma * jnp.where(has_B, mid_B - top, 0)),
+                  0.0)
+  zero = jnp.zeros(1, w_B.dtype)
+  s1_B1 = jnp.concatenate([jnp.cumsum(w_B[::-1])[::-1], zero])
+  s0_B1 = jnp.concatenate([jnp.cumsum(jnp.where(has_B, hist.counts_B, 0.0)[::-1])[::-1], zero])
+  k = jnp.searchsorted(mid_B, attained_R, side="right", method="compare_all")
+  s1, s0 = s1_B1[k], s0_B1[k]
+  live = s0 > 0
+  out = (jnp.log(jnp.where(live, s1, 1.0)) + finite_gamma * (top - attained_R)
+         - jnp.log(jnp.where(live, s0, 1.0)))
   fallback = finite_gamma * (hist.edges_B1[-1] - hist.edges_B1[-2])
-  out = jnp.where(jnp.any(live_RxB, axis=-1), num - den, fallback)
+  out = jnp.where(live, out, fallback)
   return jnp.where(jnp.isinf(gamma), jnp.inf, out)

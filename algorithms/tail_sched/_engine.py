@@ -66,6 +66,7 @@ class EngineOutcome(NamedTuple):
   finished: jax.Array  # requests finished (all of them unless max_iterations ran out)
   loop_steps: jax.Array  # trips of the while loop (an iteration, a decode run or a jump)
   busy_s: jax.Array  # seconds with a batch running (busy_s / end_s: the utilisation)
+  batch_sum: jax.Array  # requests summed over iterations (over iterations: the mean batch)
   end_s: jax.Array  # time of the last iteration's end
 
 
@@ -77,6 +78,7 @@ class _Core(NamedTuple):
 
   t: jax.Array
   busy: jax.Array  # seconds spent in iterations
+  batch_sum: jax.Array  # requests in the batch, summed over iterations
   nxt: jax.Array  # next request to enter the window
   id_C: jax.Array  # request id per slot, -1 empty
   prefilled_C: jax.Array
@@ -227,7 +229,8 @@ def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyPar
     counts = _distribution._observe(hist, output.astype(p.hist_edges_B1.dtype), done).counts_B  # pylint: disable=protected-access
   i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
   return c._replace(
-      t=t, busy=c.busy + dt, id_C=ids, prefilled_C=i32(prefilled), target_C=i32(target),
+      t=t, busy=c.busy + dt, batch_sum=i32(c.batch_sum + jnp.sum(admitted)), id_C=ids,
+      prefilled_C=i32(prefilled), target_C=i32(target),
       emitted_C=i32(emitted), held_C=i32(jnp.where(done, 0, held)),
       preempt_C=i32(preempt + victim), first_C=first, last_C=last, gap_C=gap, done_C=done,
       free=i32(free), counts_B=counts, iters=c.iters + 1,
@@ -318,7 +321,7 @@ def _decode_run(name, server: Server, lat: LatencyModel, p: PolicyParams, arriva
     counts = _distribution._observe(hist, output.astype(p.hist_edges_B1.dtype), done).counts_B  # pylint: disable=protected-access
   i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
   return c._replace(
-      t=t, busy=c.busy + elapsed(k), emitted_C=i32(emitted),
+      t=t, busy=c.busy + elapsed(k), batch_sum=i32(c.batch_sum + count * k), emitted_C=i32(emitted),
       held_C=i32(jnp.where(done, 0, new_held)), first_C=first,
       last_C=jnp.where(valid, t, c.last_C), gap_C=gap, done_C=done, free=i32(free),
       counts_B=counts, iters=c.iters + k, peak=i32(peak),
@@ -361,7 +364,8 @@ def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
   f64, i32 = arrival_R.dtype, jnp.int32
   zc = jnp.zeros(capacity, i32)
   core = _Core(
-      t=jnp.asarray(0.0, f64), busy=jnp.asarray(0.0, f64), nxt=i32(0),
+      t=jnp.asarray(0.0, f64), busy=jnp.asarray(0.0, f64), batch_sum=i32(0),
+      nxt=i32(0),
       id_C=jnp.full(capacity, -1, i32), prefilled_C=zc,
       target_C=zc, emitted_C=zc, held_C=zc, preempt_C=zc,
       first_C=jnp.full(capacity, jnp.nan, f64), last_C=jnp.full(capacity, jnp.nan, f64),
@@ -400,7 +404,7 @@ def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
 
   c, o = jax.lax.while_loop(cond, body, (core, out))
   return EngineOutcome(o.first_R - arrival_R, o.last_R - arrival_R, o.gap_R, o.preempt_R,
-                       c.iters, c.peak, c.full, c.finished, c.steps, c.busy, c.t)
+                       c.iters, c.peak, c.full, c.finished, c.steps, c.busy, c.batch_sum, c.t)
 
 
 def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Server,

@@ -1,0 +1,20 @@
+"""tail_sched at tiny scale: the notebook's test run (seconds), not a reproduction.
+
+Synthetic log-normal stand-ins for the two traces (no data needed), 600 requests each.
+
+    python -m reprojax.experiments.tail_sched.main --config=experiments/tail_sched/configs/tiny.py --workdir=/tmp/tail_sched_tiny
+"""
+
+import ml_collections
+
+from reprojax.experiments.tail_sched.configs import quick
+
+
+def get_config():
+  c = quick.get_config()
+  c.scale = "tiny"
+  c.synthetic = True
+  c.num_requests = 600
+  c.gammas = (0.3, 3.0)
+  c.loads = ml_collections.ConfigDict({"conv": (0.6, 0.8), "code": (0.8, 1.0)})
+  return c

@@ -1,0 +1,123 @@
+"""The tail_sched experiment: its grid against one-cell simulations, the SLO's unit, the
+headline-load rule and the claims' verdicts from hand-made metrics.
+
+That the grid gives on 8 devices what it gives on one is
+``tests/experiments/test_papers.py::test_main_step_on_8_devices_equals_1``.
+"""
+
+import itertools
+
+import jax
+import ml_collections
+import numpy as np
+import pytest
+
+from reprojax.algorithms.tail_sched import _engine as eng
+from reprojax.algorithms.tail_sched import _reference as ref
+from reprojax.data import azure_traces
+from reprojax.experiments.tail_sched import experiment as ex
+
+SERVER = ref.Server(16, 512, 400, 16, cache_aware=True)
+
+
+def test_grid_cells_equal_one_cell_simulations():
+  """Each cell (load, gamma, a scaled constant) is the engine run on the rescaled trace with
+  the scaled constants and sizes in seconds of c_iter; summaries are numpy's percentiles."""
+  trace = azure_traces.synthetic(jax.random.key(0), 300, 2.0, "conv", max_tokens=512)
+  scale = np.ones((3, 4))
+  scale[2, 2] = 2.0  # c_ctx x 2
+  cells = ex.Cells(np.array([0.3, 3.0, 0.3]), np.array([0.7, 1.2, 1.0]), scale)
+  got = ex.simulate_cells(trace, "gamma_boost_attained", SERVER, cells, capacity=64,
+                          hist_bins=12)
+  edges, prior = ex.histogram_prior(int(trace.output_tokens_R.max()) + 1, 12)
+  for i in range(3):
+    lat = ref.LatencyModel(*(s * c for s, c in zip(scale[i], ex.VIDUR_A100_LLAMA2_7B)))
+    policy = ref.Policy("gamma_boost_attained", gamma=cells.gamma[i], sec_per_token=lat.c_iter,
+                        hist_edges=tuple(edges), hist_prior=tuple(prior))
+    one = eng.simulate(trace.arrival_s_R / cells.load[i], trace.prompt_tokens_R,
+                       trace.output_tokens_R, policy, SERVER, lat, capacity=64)
+    for name, x in (("ttft", one.ttft_R), ("ttlt", one.ttlt_R), ("tbt", one.max_tbt_R)):
+      want = np.append(np.percentile(x, [50, 90, 99]), x.mean())
+      np.testing.assert_allclose(got[name][i], want, rtol=1e-12)
+    assert int(got["preemptions"][i]) == int(one.preemptions_R.sum())
+    alone = ex.alone_ttlt(trace.prompt_tokens_R, trace.output_tokens_R, SERVER, lat)
+    np.testing.assert_allclose(got["slo"][i], np.mean(one.ttlt_R <= 5 * alone))
+
+
+def test_alone_ttlt_is_the_engine_with_one_request():
+  """The SLO's unit: one request alone on the server, prompts longer than the budget included."""
+  lat = ex.VIDUR_A100_LLAMA2_7B
+  for prompt, output in ((1, 1), (700, 9), (1500, 40)):
+    out = eng.simulate([0.0], [prompt], [output], ref.Policy("fcfs"), SERVER, lat, capacity=4)
+    np.testing.assert_allclose(out.ttlt_R, ex.alone_ttlt([prompt], [output], SERVER, lat),
+                               rtol=1e-12)
+
+
+def test_variants_scale_one_constant_each():
+  v = ex.variants((0.5, 2.0))
+  assert [ex.variant_name(x) for x in v] == [
+      "c_prefill*0.5", "c_prefill*2", "c_ctx*0.5", "c_ctx*2", "c_seq*0.5", "c_seq*2"]
+  assert ex.variant_name(np.ones(4)) == "base"
+
+
+def _config():
+  return ml_collections.ConfigDict({
+      "traces": ("conv", "code"), "gammas": (0.3, 3.0), "robust_scales": (0.5, 2.0),
+      "modes": ("cache_aware", "running_first"),
+      "loads": {"conv": (0.6, 0.7, 0.8), "code": (0.8, 1.0, 1.2)}, "overload_ratio": 10.0})
+
+
+def _metrics(config, ours=60.0, srpt=100.0, ours_ttft=5.0, srpt_ttft=10.0, fcfs_ttft=None,
+             window=0.0, srpt_running_first=None):
+  """Every metric the claims read; prediction-free gamma-Boost at gamma 3 gets ``ours``."""
+  fcfs_ttft = fcfs_ttft or {0.6: 1.0, 0.7: 4.0, 0.8: 50.0, 1.0: 2.0, 1.2: 30.0}
+  m = {}
+  names = ["base"] + [ex.variant_name(v) for v in ex.variants(config.robust_scales)]
+  for tr in config.traces:
+    for load, v, mode in itertools.product(config.loads[tr], names, config.modes):
+      s = srpt_running_first if mode == "running_first" and srpt_running_first else srpt
+      cells = {("fcfs", "-"): (70.0, fcfs_ttft.get(load, 1.0)), ("srpt", "-"): (s, srpt_ttft)}
+      for g in config.gammas:
+        cells[("gamma_boost_attained", f"{g:g}")] = ((ours, ours_ttft) if g == 3.0
+                                                     else (ours + 1, ours_ttft + 1))
+      for (p, g), (ttlt, ttft) in cells.items():
+        k = f"{tr}/{mode}/{p}/{g}/{load:g}/{v}"
+        m.update({f"{k}/ttlt_p99": ttlt, f"{k}/ttft_p99": ttft, f"{k}/ttft_mean": ttft / 2,
+                  f"{k}/window_full": window, f"{k}/preemptions": 0.0})
+  return m
+
+
+def test_headline_load_is_the_highest_load_before_fcfs_overloads():
+  config = _config()
+  m = _metrics(config)
+  assert ex.headline_load(m, config, "conv", "cache_aware") == 0.7  # 0.8: 50x the TTFT at 0.6
+  assert ex.headline_load(m, config, "code", "cache_aware") == 1.0  # 1.2 > 1: never chosen
+
+
+def _verdicts(config, m):
+  return {c.id: bool(c.holds) for c in ex.claims(config, m)}
+
+
+def test_claims_hold_with_a_large_win_and_fail_otherwise():
+  config = _config()
+  assert _verdicts(config, _metrics(config)) == {
+      "p99_ttlt_vs_srpt": True, "p99_ttft_vs_srpt": True, "latency_constants_x0.5_x2": True,
+      "p99_ttlt_vs_srpt_running_first": True, "window_never_full": True}
+  v = _verdicts(config, _metrics(config, srpt_running_first=80.0))  # 25% under vLLM's queues
+  assert v["p99_ttlt_vs_srpt"] and not v["p99_ttlt_vs_srpt_running_first"]
+  v = _verdicts(config, _metrics(config, ours=70.0))  # 30% < 35%
+  assert not v["p99_ttlt_vs_srpt"] and not v["latency_constants_x0.5_x2"]
+  assert not _verdicts(config, _metrics(config, ours_ttft=7.0))["p99_ttft_vs_srpt"]  # 30%
+  assert not _verdicts(config, _metrics(config, window=3.0))["window_never_full"]
+  claim = ex.claims(config, _metrics(config))[0]
+  assert "gamma 3/s" in claim.ours and "load 0.7" in claim.ours
+
+
+def test_bad_config():
+  config = _config()
+  config.policies = ("srpt", "gamma_boost_attained")
+  with pytest.raises(ValueError, match="fcfs and srpt"):
+    ex.run(config, "/tmp/unused")
+  with pytest.raises(ValueError, match="name must be one of"):
+    ex.simulate_cells(azure_traces.synthetic(jax.random.key(0), 5, 1.0), "sjf2", SERVER,
+                      ex.Cells(np.ones(1), np.ones(1), np.ones((1, 4))))
