@@ -18,6 +18,7 @@ PAPERS: tuple[str, ...] = (
     "gwcn",
     "comparison_oracle",
     "del_no",
+    "tail_sched",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -29,7 +30,7 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # write no checkpoint, which ``tests/test_notebooks.py`` checks on every tiny
 # run: rocp, ising_aggregation, alft and comparison_oracle train nothing that
 # outlives a call (their fits are closed-form, EM or ALS sweeps inside one jitted
-# function), and del_no and gwcn train seed replicas inside one compiled program
+# function; tail_sched trains nothing: it simulates), and del_no and gwcn train seed replicas inside one compiled program
 # (``train.fit_replicas``, ``train.fit_full_batch``: seconds to minutes at every
 # scale), which a killed run recomputes from the start.
 CHECKPOINTED: tuple[str, ...] = ("fno",)

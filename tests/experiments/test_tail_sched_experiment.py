@@ -108,7 +108,8 @@ def test_claims_hold_with_a_large_win_and_fail_otherwise():
   v = _verdicts(config, _metrics(config, ours=70.0))  # 30% < 35%
   assert not v["p99_ttlt_vs_srpt"] and not v["latency_constants_x0.5_x2"]
   assert not _verdicts(config, _metrics(config, ours_ttft=7.0))["p99_ttft_vs_srpt"]  # 30%
-  assert not _verdicts(config, _metrics(config, window=3.0))["window_never_full"]
+  v = _verdicts(config, _metrics(config, window=3.0))
+  assert not any(v.values())  # a cut window confirms nothing
   claim = ex.claims(config, _metrics(config))[0]
   assert "gamma 3/s" in claim.ours and "load 0.7" in claim.ours
 

@@ -17,7 +17,7 @@ from reprojax.experiments.tail_sched.configs import quick
 def get_config():
   c = quick.get_config()
   c.scale = "full"
-  c.num_requests = 0
+  c.max_requests = 0
   c.modes = ("priority", "cache_aware", "running_first")
   c.policies = ("fcfs", "srpt", "sjf", "mlfq", "gamma_boost", "gamma_boost_attained")
   c.gammas = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)

@@ -18,7 +18,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.seed = 0  # the SJF predictor's noise and the synthetic traces
   c.traces = ("conv", "code")
   c.synthetic = False  # True: azure_traces.synthetic stand-ins (tests, no data needed)
-  c.num_requests = 3000  # the first requests of each trace (0: all of it)
+  c.max_requests = 3000  # the first requests of each trace (0: all of it)
   c.manual_dir = ""  # folder holding azure_llm_inference_2023/; empty: $REPROJAX_MANUAL_DIR
   c.modes = ("cache_aware", "running_first")  # of experiment.MODES (claims: cache_aware)
   c.policies = ("fcfs", "srpt", "gamma_boost_attained")

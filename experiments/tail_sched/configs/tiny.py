@@ -1,6 +1,7 @@
 """tail_sched at tiny scale: the notebook's test run (seconds), not a reproduction.
 
-Synthetic log-normal stand-ins for the two traces (no data needed), 600 requests each.
+Synthetic log-normal stand-ins for the two traces (no data needed), 400 requests each,
+cache-aware preemption only.
 
     python -m reprojax.experiments.tail_sched.main --config=experiments/tail_sched/configs/tiny.py --workdir=/tmp/tail_sched_tiny
 """
@@ -14,7 +15,8 @@ def get_config():
   c = quick.get_config()
   c.scale = "tiny"
   c.synthetic = True
-  c.num_requests = 600
+  c.max_requests = 400
+  c.modes = ("cache_aware",)
   c.gammas = (0.3, 3.0)
   c.loads = ml_collections.ConfigDict({"conv": (0.6, 0.8), "code": (0.8, 1.0)})
   return c
