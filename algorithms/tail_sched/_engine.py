@@ -53,6 +53,22 @@ class PolicyParams(NamedTuple):
   hist_prior_B: jax.Array  # and pseudo-counts
 
 
+class Modes(NamedTuple):
+  """``Server``'s preemption flags as traced booleans: one compile serves every mode."""
+
+  cache_aware: jax.Array
+  running_first: jax.Array
+
+
+def modes_of(server: Server) -> Modes:
+  return Modes(jnp.asarray(bool(server.cache_aware)), jnp.asarray(bool(server.running_first)))
+
+
+def static_server(server: Server) -> Server:
+  """``server`` without its mode flags (they travel as :class:`Modes`), the compile's key."""
+  return server._replace(cache_aware=False, running_first=False)
+
+
 class EngineOutcome(NamedTuple):
   """Per-request latencies (s) and run totals; as ``_reference.Outcome``, plus the window."""
 
@@ -139,7 +155,7 @@ def _keys(name, p: PolicyParams, num_levels, arrival, prompt, output, emitted, p
 
 
 def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyParams,
-               arrival_R, prompt_R, output_R, predicted_R, c: _Core) -> _Core:
+               modes: Modes, arrival_R, prompt_R, output_R, predicted_R, c: _Core) -> _Core:
   """One model iteration on a non-empty window; leaves the slots in priority order."""
   bs, cap = server.block_size, c.id_C.shape[0]
   valid = c.id_C >= 0
@@ -151,11 +167,9 @@ def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyPar
                c.counts_B, arrival_R[-1] + 1.0)
   keys = jnp.where(valid, keys, _INF)
   tie = jnp.where(valid, c.id_C, jnp.iinfo(jnp.int32).max)
-  if server.running_first:
-    group = jnp.where(valid, (c.held_C == 0).astype(jnp.int32), 2)  # running, waiting, empty
-    order = jnp.lexsort((tie, keys, group))
-  else:
-    order = jnp.lexsort((tie, keys))
+  # running_first: those holding blocks, then those waiting; empty slots last either way.
+  group = jnp.where(valid, (modes.running_first & (c.held_C == 0)).astype(jnp.int32), 2)
+  order = jnp.lexsort((tie, keys, group))
   # Everything below is in priority order (position k), and the slots stay in it.
   ids, valid, prompt, output, emitted = (a[order] for a in (c.id_C, valid, prompt, output,
                                                             emitted))
@@ -189,16 +203,24 @@ def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyPar
   shortfall = needed - c.free
   last_req = jnp.max(jnp.where(admitted_pre & (extra > 0), pos, -1))
   cand_v = valid & (pos > last_req) & (held > 0) & (shortfall > 0)
-  if server.cache_aware:
+
+  def cheapest_first():
     cost = jnp.where(cand_v, (prefilled + emitted) / jnp.maximum(held, 1), _INF)
     v_order = jnp.lexsort((-pos, cost))
     h_sorted = jnp.where(cand_v, held, 0)[v_order]
     before = jnp.cumsum(h_sorted) - h_sorted
-    victim = jnp.zeros(cap, bool).at[v_order].set((before < shortfall) & cand_v[v_order])
-  else:
+    return jnp.zeros(cap, bool).at[v_order].set((before < shortfall) & cand_v[v_order])
+
+  def lowest_first():
     hv = jnp.where(cand_v, held, 0)
     below_v = jnp.cumsum(hv[::-1])[::-1] - hv
-    victim = cand_v & (below_v < shortfall)
+    return cand_v & (below_v < shortfall)
+
+  # Victims only in the iterations that preempt (few): conds, not selects.
+  victim = jax.lax.cond(
+      shortfall > 0,
+      lambda: jax.lax.cond(modes.cache_aware, cheapest_first, lowest_first),
+      lambda: jnp.zeros(cap, bool))
   admitted = admitted & ~victim
   chunk = jnp.where(victim, 0, chunk)
   freed = jnp.sum(jnp.where(victim, held, 0))
@@ -358,8 +380,9 @@ def _admit(c: _Core, arrival_R, prompt_R) -> _Core:
 @functools.partial(jax.jit, static_argnames=("name", "server", "num_levels", "capacity",
                                              "max_iterations", "decode_runs"))
 def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
-              lat: LatencyModel, *, name, server, num_levels, capacity, max_iterations,
-              decode_runs):
+              lat: LatencyModel, modes: Modes, *, name, server, num_levels, capacity,
+              max_iterations, decode_runs):
+  """The compiled loop; ``server``'s two mode flags are ignored for ``modes`` (traced)."""
   n = arrival_R.shape[0]
   f64, i32 = arrival_R.dtype, jnp.int32
   zc = jnp.zeros(capacity, i32)
@@ -374,7 +397,7 @@ def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
       peak=i32(0), full=i32(0), finished=i32(0), steps=i32(0))
   out = _Out(jnp.full(n, jnp.nan, f64), jnp.full(n, jnp.nan, f64), jnp.full(n, jnp.nan, f64),
              jnp.zeros(n, i32))
-  one = functools.partial(_iteration, name, server, num_levels, lat, params, arrival_R,
+  one = functools.partial(_iteration, name, server, num_levels, lat, params, modes, arrival_R,
                           prompt_R, output_R, predicted_R)
   run = functools.partial(_decode_run, name, server, lat, params, arrival_R, prompt_R,
                           output_R, max_iterations)
@@ -431,7 +454,8 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
         jnp.asarray(edges), jnp.asarray(prior))
     res = _simulate(a, pr, out, pred, params,
                     LatencyModel(*(jnp.asarray(v, jnp.float64) for v in latency)),
-                    name=policy.name, server=server, num_levels=int(policy.num_levels),
+                    modes_of(server), name=policy.name, server=static_server(server),
+                    num_levels=int(policy.num_levels),
                     capacity=int(capacity), max_iterations=int(max_iterations),
                     decode_runs=bool(decode_runs))
     return jax.device_get(res)

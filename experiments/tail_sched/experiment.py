@@ -69,6 +69,7 @@ STATS = ("p50", "p90", "p99", "mean")
 # Open intervals of config fields beyond the naming rules (experiments/config_check.py).
 CONFIG_RANGES = {"loads.conv": (0.0, math.inf), "loads.code": (0.0, math.inf),
                  "gammas": (0.0, math.inf), "max_requests": (-1, math.inf),
+                 "capacity.conv": (0.0, math.inf), "capacity.code": (0.0, math.inf),
                  "robust_scales": (0.0, math.inf), "sjf_sigma": (0.0, math.inf),
                  "overload_ratio": (1.0, math.inf)}
 
@@ -108,14 +109,14 @@ def _percentiles(x):
 
 
 def _cell(gamma, load, scale_4, arrival_R, prompt_R, output_R, predicted_R, base,
-          edges_B1, prior_B, *, name, server, capacity, max_iterations, slo_factor):
+          edges_B1, prior_B, modes, *, name, server, capacity, max_iterations, slo_factor):
   """One cell: the trace at ``load``, latencies x ``scale``; summaries, not per-request arrays."""
   lat = LatencyModel(*(scale_4[i] * c for i, c in enumerate(base)))
   params = _engine.PolicyParams(gamma=gamma, sec_per_token=lat.c_iter, quantum=0.25 * scale_4[0],
                                 prefill_weight=jnp.asarray(0.05, gamma.dtype),
                                 hist_edges_B1=edges_B1, hist_prior_B=prior_B)
   out = _engine._simulate(  # pylint: disable=protected-access
-      arrival_R / load, prompt_R, output_R, predicted_R, params, lat, name=name,
+      arrival_R / load, prompt_R, output_R, predicted_R, params, lat, modes, name=name,
       server=server, num_levels=8, capacity=capacity, max_iterations=max_iterations,
       decode_runs=True)
   stats = {k: _percentiles(v) for k, v in
@@ -132,9 +133,12 @@ def _cell(gamma, load, scale_4, arrival_R, prompt_R, output_R, predicted_R, base
 @functools.lru_cache(maxsize=None)
 def _grid_program(name: str, server: Server, capacity: int, max_iterations: int,
                   slo_factor: float, mesh: jax.sharding.Mesh):
-  cell = functools.partial(_cell, name=name, server=server, capacity=capacity,
-                           max_iterations=max_iterations, slo_factor=slo_factor)
-  return sharding.vmap_sharded(cell, mesh, in_axes=(0, 0, 0) + (None,) * 7, sequential=True)
+  """One compile per policy, static server limits, capacity and mesh (not per mode: the
+  preemption flags are an argument)."""
+  cell = functools.partial(_cell, name=name, server=_engine.static_server(server),
+                           capacity=capacity, max_iterations=max_iterations,
+                           slo_factor=slo_factor)
+  return sharding.vmap_sharded(cell, mesh, in_axes=(0, 0, 0) + (None,) * 8, sequential=True)
 
 
 class _X64:
@@ -179,8 +183,8 @@ def simulate_cells(trace: azure_traces.Trace, name: str, server: Server, cells: 
     raise ValueError(f"name must be one of {POLICIES}, got {name!r}")
   mesh = sharding.make_mesh() if mesh is None else mesh
   args = _grid_args(trace, server, cells, latency, predicted_R, hist_bins)
-  program = _X64(_grid_program(name, server, int(capacity), int(max_iterations),
-                               float(slo_factor), mesh))
+  program = _X64(_grid_program(name, _engine.static_server(server), int(capacity),
+                               int(max_iterations), float(slo_factor), mesh))
   return program(*args)
 
 
@@ -192,7 +196,8 @@ def _grid_args(trace, server, cells, latency, predicted_R, hist_bins):
     return (f64(cells.gamma), f64(cells.load), f64(cells.scale_C4), f64(trace.arrival_s_R),
             jnp.asarray(trace.prompt_tokens_R, jnp.int32),
             jnp.asarray(trace.output_tokens_R, jnp.int32), f64(pred),
-            LatencyModel(*(f64(c) for c in latency)), f64(edges), f64(prior))
+            LatencyModel(*(f64(c) for c in latency)), f64(edges), f64(prior),
+            _engine.modes_of(server))
 
 
 def make_server(config: ml_collections.ConfigDict, mode: str) -> Server:
@@ -219,7 +224,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
                 np.ones((gammas.size, 4)))
   server = make_server(config, CLAIMS_MODE)
   build = lambda mesh: _X64(_grid_program(  # pylint: disable=g-long-lambda
-      "gamma_boost_attained", server, int(config.capacity), int(config.max_iterations),
+      "gamma_boost_attained", _engine.static_server(server), int(config.capacity["conv"]), int(config.max_iterations),
       float(config.slo_factor), mesh))
   if key is None:
     sds = jax.ShapeDtypeStruct
@@ -228,7 +233,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
     r = sds((n,), f64)
     args = c + (r, sds((n,), i32), sds((n,), i32), r,
                 LatencyModel(*(sds((), f64),) * 4), sds((config.hist_bins + 1,), f64),
-                sds((config.hist_bins,), f64))
+                sds((config.hist_bins,), f64), _engine.Modes(*(sds((), jnp.dtype(bool)),) * 2))
   else:
     trace = azure_traces.synthetic(key, n, 1e4, "conv", max_tokens=64)
     args = _grid_args(trace, server, cells, VIDUR_A100_LLAMA2_7B, None, int(config.hist_bins))
@@ -265,21 +270,46 @@ def headline_load(m, config, trace, mode) -> float:
   return max(ok) if ok else loads[0]
 
 
-def _cells_for(config, trace_name, policy, headline) -> Cells:
-  """The load sweep with the base constants; for the two policies the claims compare (in
-  the claims' mode: ``headline`` given), also the headline load under each latency variant."""
+def _cells_for(config, trace_name, policy) -> Cells:
+  """The load sweep with the base constants (every gamma, for the swept policies)."""
   gammas = np.asarray(config.gammas, float) if policy in SWEPT else np.ones(1)
-  rows = [(g, l, np.ones(4)) for g in gammas for l in config.loads[trace_name]]
-  if policy in ROBUST_POLICIES and headline is not None:
-    rows += [(g, headline, v) for g in gammas for v in variants(config.robust_scales)]
-  return Cells(*map(np.asarray, zip(*rows)))
+  return Cells(*map(np.asarray, zip(*[(g, l, np.ones(4)) for g in gammas
+                                      for l in config.loads[trace_name]])))
+
+
+def _variant_cells(config, gamma, headline) -> Cells:
+  """The headline load under each latency variant, at one gamma."""
+  vs = variants(config.robust_scales)
+  return Cells(np.full(len(vs), gamma), np.full(len(vs), headline), np.asarray(vs))
+
+
+def _run_cells(metrics, trace, tname, mode, policy, server, predicted, config, mesh, cells):
+  """One grid call; its summaries go into ``metrics`` under each cell's key."""
+  t0 = time.time()
+  res = simulate_cells(trace, policy, server, cells, predicted_R=predicted,
+                       capacity=config.capacity[tname], max_iterations=config.max_iterations,
+                       slo_factor=config.slo_factor, hist_bins=config.hist_bins, mesh=mesh)
+  logging.info("%s/%s/%s: %d cells in %.1f s", tname, mode, policy, cells.gamma.size,
+               time.time() - t0)
+  for i in range(cells.gamma.size):
+    g = f"{cells.gamma[i]:g}" if policy in SWEPT else "-"
+    prefix = f"{tname}/{mode}/{policy}/{g}/{cells.load[i]:g}/{variant_name(cells.scale_C4[i])}"
+    for lat in LATENCIES:
+      for j, st in enumerate(STATS):
+        metrics[f"{prefix}/{lat}_{st}"] = float(res[lat][i, j])
+    for k in ("slo", "preemptions", "iterations", "peak_blocks", "window_full", "finished",
+              "loop_steps", "busy_fraction", "mean_batch"):
+      metrics[f"{prefix}/{k}"] = float(res[k][i])
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   """Every trace x mode x policy; writes the plots and returns the flat metrics.
 
-  Keys: ``{trace}/{mode}/{policy}/{gamma}/{load}/{scale}/{stat}`` (gamma ``-`` for the
-  baselines), plus each trace's request count.
+  Keys: ``{trace}/{mode}/{policy}/{gamma}/{load}/{variant}/{stat}`` (gamma ``-`` for the
+  baselines, variant ``base`` or a scaled constant), plus each trace's request count and
+  each mode's headline load. In the claims' mode, once FCFS has fixed the headline load,
+  SRPT and the prediction-free gamma-Boost (at its best gamma there) are also run under
+  each latency variant.
   """
   if "fcfs" not in config.policies or "srpt" not in config.policies:
     raise ValueError(f"policies must include fcfs and srpt (the claims' rule and baseline), "
@@ -294,29 +324,17 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         key, jnp.asarray(trace.output_tokens_R, jnp.float32), config.sjf_sigma), np.float64)
     for mode in config.modes:
       server = make_server(config, mode)
-      headline = None  # known once FCFS has run (headline_load), in the claims' mode
       for policy in sorted(config.policies, key=lambda p: p != "fcfs"):
-        cells = _cells_for(config, tname, policy, headline)
-        t0 = time.time()
-        res = simulate_cells(trace, policy, server, cells, predicted_R=predicted,
-                             capacity=config.capacity, max_iterations=config.max_iterations,
-                             slo_factor=config.slo_factor, hist_bins=config.hist_bins,
-                             mesh=mesh)
-        logging.info("%s/%s/%s: %d cells in %.1f s", tname, mode, policy, cells.gamma.size,
-                     time.time() - t0)
-        for i in range(cells.gamma.size):
-          g = f"{cells.gamma[i]:g}" if policy in SWEPT else "-"
-          prefix = (f"{tname}/{mode}/{policy}/{g}/{cells.load[i]:g}/"
-                    f"{variant_name(cells.scale_C4[i])}")
-          for lat in LATENCIES:
-            for j, st in enumerate(STATS):
-              metrics[f"{prefix}/{lat}_{st}"] = float(res[lat][i, j])
-          for k in ("slo", "preemptions", "iterations", "peak_blocks", "window_full",
-                    "finished", "loop_steps", "busy_fraction", "mean_batch"):
-            metrics[f"{prefix}/{k}"] = float(res[k][i])
+        run_cells = functools.partial(_run_cells, metrics, trace, tname, mode, policy, server,
+                                      predicted, config, mesh)
+        run_cells(_cells_for(config, tname, policy))
         if policy == "fcfs":
           metrics[f"{tname}/{mode}/headline_load"] = headline_load(metrics, config, tname, mode)
-          headline = metrics[f"{tname}/{mode}/headline_load"] if mode == CLAIMS_MODE else None
+        if mode == CLAIMS_MODE and policy in ROBUST_POLICIES:
+          load = metrics[f"{tname}/{mode}/headline_load"]
+          g = (best_gamma(metrics, config, tname, mode, policy, load) if policy in SWEPT
+               else 1.0)
+          run_cells(_variant_cells(config, g, load))
   plots.write_all(workdir, config, metrics)
   return metrics
 
@@ -367,16 +385,15 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
                   f"(means {get(ours_p, g, load, 'base', 'ttft_mean'):.2f} vs "
                   f"{get('srpt', 0, load, 'base', 'ttft_mean'):.2f} s)" + valid)
     reds = []
-    for v in names:
-      gv = best_gamma(m, config, tr, mode, ours_p, load, v)
-      r = 1 - get(ours_p, gv, load, v, "ttlt_p99") / get("srpt", 0, load, v, "ttlt_p99")
-      full = any(get(p, gg, load, v, "window_full") for p, gg in (("srpt", 0), (ours_p, gv)))
+    for v in names:  # at the base run's best gamma (run() simulates only that one)
+      r = 1 - get(ours_p, g, load, v, "ttlt_p99") / get("srpt", 0, load, v, "ttlt_p99")
+      full = any(get(p, gg, load, v, "window_full") for p, gg in (("srpt", 0), (ours_p, g)))
       ok_r.append(r >= cut_ttlt and not full)
       reds.append(f"{v} {100 * r:.0f}%" + (" (window full)" if full else ""))
     rows_r.append(f"{tr}: " + ", ".join(reds))
-    cells = [(p, gg, v) for p in ("fcfs", "srpt", ours_p)
-             for gg in (config.gammas if p in SWEPT else (0,))
-             for v in (["base"] + (names if p in ROBUST_POLICIES else []))]
+    cells = ([(p, gg, "base") for p in ("fcfs", "srpt", ours_p)
+              for gg in (config.gammas if p in SWEPT else (0,))]
+             + [(p, gg, v) for p, gg in (("srpt", 0), (ours_p, g)) for v in names])
     for p, gg, v in cells:
       w = get(p, gg, load, v, "window_full")
       if w > 0:
@@ -395,7 +412,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
   out.append(Claim(
       id="latency_constants_x0.5_x2",
       statement="The P99 TTLT win over SRPT (>= 35%) survives each latency constant at "
-                "x0.5 and x2 (best gamma re-chosen for each)",
+                "x0.5 and x2 (at the base run's best gamma)",
       paper="(our robustness check of the simulator's constants)",
       ours="; ".join(rows_r), holds=all(ok_r), kind="check"))
   if "running_first" in config.modes:
