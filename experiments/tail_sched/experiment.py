@@ -435,6 +435,22 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
                   "never preempt (vLLM's running-first queues), so that SRPT cannot thrash",
         paper="(our check of the preemption rule)",
         ours="; ".join(rows_q), holds=all(ok_q), kind="check"))
+  short, over = [], []
+  for k, v in m.items():
+    tr = k.split("/")[0]
+    if k.endswith("/finished") and v != m[f"{tr}/requests"]:
+      short.append(k[:-len("/finished")])
+    if k.endswith("/peak_blocks") and v > config.kv_blocks:
+      over.append(k[:-len("/peak_blocks")])
+  cells = sum(k.endswith("/finished") for k in m)
+  out.append(Claim(
+      id="conservation",
+      statement="In every cell every request finished (each of its tokens emitted once) and "
+                "the KV blocks held never exceeded the cap",
+      paper="(simulator check)",
+      ours=(f"{cells} cells: {len(short)} with unfinished requests, {len(over)} over the cap"
+            + (f" ({'; '.join((short + over)[:3])})" if short or over else "")),
+      holds=cells > 0 and not short and not over, kind="check"))
   out.append(Claim(
       id="window_never_full",
       statement="In every cell the claims read, the scheduler's window held every arrived "

@@ -63,7 +63,7 @@ def test_variants_scale_one_constant_each():
 def _config():
   return ml_collections.ConfigDict({
       "traces": ("conv", "code"), "gammas": (0.3, 3.0), "robust_scales": (0.5, 2.0),
-      "modes": ("cache_aware", "running_first"),
+      "modes": ("cache_aware", "running_first"), "kv_blocks": 100,
       "loads": {"conv": (0.6, 0.7, 0.8), "code": (0.8, 1.0, 1.2)}, "overload_ratio": 10.0})
 
 
@@ -83,7 +83,9 @@ def _metrics(config, ours=60.0, srpt=100.0, ours_ttft=5.0, srpt_ttft=10.0, fcfs_
       for (p, g), (ttlt, ttft) in cells.items():
         k = f"{tr}/{mode}/{p}/{g}/{load:g}/{v}"
         m.update({f"{k}/ttlt_p99": ttlt, f"{k}/ttft_p99": ttft, f"{k}/ttft_mean": ttft / 2,
-                  f"{k}/window_full": window, f"{k}/preemptions": 0.0})
+                  f"{k}/window_full": window, f"{k}/preemptions": 0.0, f"{k}/finished": 50.0,
+                  f"{k}/peak_blocks": 100.0})
+    m[f"{tr}/requests"] = 50.0
   return m
 
 
@@ -102,14 +104,20 @@ def test_claims_hold_with_a_large_win_and_fail_otherwise():
   config = _config()
   assert _verdicts(config, _metrics(config)) == {
       "p99_ttlt_vs_srpt": True, "p99_ttft_vs_srpt": True, "latency_constants_x0.5_x2": True,
-      "p99_ttlt_vs_srpt_running_first": True, "window_never_full": True}
+      "p99_ttlt_vs_srpt_running_first": True, "conservation": True, "window_never_full": True}
+  m = _metrics(config)
+  m["code/cache_aware/fcfs/-/0.8/base/finished"] = 49.0
+  assert not _verdicts(config, m)["conservation"]
+  m = _metrics(config)
+  m["conv/running_first/srpt/-/0.7/base/peak_blocks"] = 101.0
+  assert not _verdicts(config, m)["conservation"]
   v = _verdicts(config, _metrics(config, srpt_running_first=80.0))  # 25% under vLLM's queues
   assert v["p99_ttlt_vs_srpt"] and not v["p99_ttlt_vs_srpt_running_first"]
   v = _verdicts(config, _metrics(config, ours=70.0))  # 30% < 35%
   assert not v["p99_ttlt_vs_srpt"] and not v["latency_constants_x0.5_x2"]
   assert not _verdicts(config, _metrics(config, ours_ttft=7.0))["p99_ttft_vs_srpt"]  # 30%
   v = _verdicts(config, _metrics(config, window=3.0))
-  assert not any(v.values())  # a cut window confirms nothing
+  assert not any(x for k, x in v.items() if k != "conservation")  # a cut window confirms nothing
   claim = ex.claims(config, _metrics(config))[0]
   assert "gamma 3/s" in claim.ours and "load 0.7" in claim.ours
 
