@@ -2,7 +2,8 @@
 
 The rules are those of :func:`reprojax.algorithms.tail_sched._reference.simulate_reference`
 (its module docstring), written over fixed-size arrays so that one compile simulates a
-whole trace, and a grid of (policy parameter, load) cells is one call (:func:`simulate_grid`):
+whole trace, and a grid of (policy parameter, load) cells is one call
+(``experiments/tail_sched/experiment.simulate_cells``):
 
 * the scheduler sees a window of ``capacity`` slots, filled with arrived requests in
   arrival order as slots free up (``EngineOutcome.window_full`` counts the iterations in
@@ -245,10 +246,7 @@ def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyPar
   emitted = emitted + emit
   done = emit & (emitted == output)
   free = free + jnp.sum(jnp.where(done, held, 0))
-  counts = c.counts_B
-  if name == "gamma_boost_attained":
-    hist = _distribution.SizeHistogram(p.hist_edges_B1, counts)
-    counts = _distribution._observe(hist, output.astype(p.hist_edges_B1.dtype), done).counts_B  # pylint: disable=protected-access
+  counts = _observe_finished(name, p, c.counts_B, output, done)
   i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
   return c._replace(
       t=t, busy=c.busy + dt, batch_sum=i32(c.batch_sum + jnp.sum(admitted)), id_C=ids,
@@ -257,6 +255,15 @@ def _iteration(name, server: Server, num_levels, lat: LatencyModel, p: PolicyPar
       preempt_C=i32(preempt + victim), first_C=first, last_C=last, gap_C=gap, done_C=done,
       free=i32(free), counts_B=counts, iters=c.iters + 1,
       peak=i32(peak), finished=i32(c.finished + jnp.sum(done)))
+
+
+def _observe_finished(name, p: PolicyParams, counts_B, output, done):
+  """The size histogram with the requests that finished this trip (attained-age policy only)."""
+  if name != "gamma_boost_attained":
+    return counts_B
+  hist = _distribution.SizeHistogram(p.hist_edges_B1, counts_B)
+  return _distribution._observe(  # pylint: disable=protected-access
+      hist, output.astype(p.hist_edges_B1.dtype), done).counts_B
 
 
 def _decode_ready(server: Server, arrival_R, prompt_R, c: _Core):
@@ -337,14 +344,11 @@ def _decode_run(name, server: Server, lat: LatencyModel, p: PolicyParams, arriva
   emitted = emitted + k
   done = valid & (emitted == output)
   free = c.free - alloc + jnp.sum(jnp.where(done, new_held, 0))
-  counts = c.counts_B
-  if name == "gamma_boost_attained":
-    hist = _distribution.SizeHistogram(p.hist_edges_B1, counts)
-    counts = _distribution._observe(hist, output.astype(p.hist_edges_B1.dtype), done).counts_B  # pylint: disable=protected-access
+  counts = _observe_finished(name, p, c.counts_B, output, done)
   i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
   return c._replace(
-      t=t, busy=c.busy + elapsed(k), batch_sum=i32(c.batch_sum + count * k), emitted_C=i32(emitted),
-      held_C=i32(jnp.where(done, 0, new_held)), first_C=first,
+      t=t, busy=c.busy + elapsed(k), batch_sum=i32(c.batch_sum + count * k),
+      emitted_C=i32(emitted), held_C=i32(jnp.where(done, 0, new_held)), first_C=first,
       last_C=jnp.where(valid, t, c.last_C), gap_C=gap, done_C=done, free=i32(free),
       counts_B=counts, iters=c.iters + k, peak=i32(peak),
       finished=i32(c.finished + jnp.sum(done)))

@@ -178,7 +178,7 @@ def simulate_cells(trace: azure_traces.Trace, name: str, server: Server, cells: 
                    capacity: int = 512, max_iterations: int = 5_000_000,
                    slo_factor: float = 5.0, hist_bins: int = 48,
                    mesh: jax.sharding.Mesh | None = None) -> dict[str, np.ndarray]:
-  """Every cell of ``cells`` under policy ``name`` in one call: summaries with a leading cell axis."""
+  """Every cell of ``cells`` under policy ``name`` in one call: summaries, a leading cell axis."""
   if name not in POLICIES:
     raise ValueError(f"name must be one of {POLICIES}, got {name!r}")
   mesh = sharding.make_mesh() if mesh is None else mesh
@@ -224,8 +224,8 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
                 np.ones((gammas.size, 4)))
   server = make_server(config, CLAIMS_MODE)
   build = lambda mesh: _X64(_grid_program(  # pylint: disable=g-long-lambda
-      "gamma_boost_attained", _engine.static_server(server), int(config.capacity["conv"]), int(config.max_iterations),
-      float(config.slo_factor), mesh))
+      "gamma_boost_attained", _engine.static_server(server), int(config.capacity["conv"]),
+      int(config.max_iterations), float(config.slo_factor), mesh))
   if key is None:
     sds = jax.ShapeDtypeStruct
     f64, i32 = jnp.dtype("float64"), jnp.dtype("int32")
