@@ -33,7 +33,8 @@ def write_all(workdir, config, metrics, swept=("gamma_boost", "gamma_boost_attai
                                 for g in config.gammas], "o-", label=p)
     for p, c in (("fcfs", "k"), ("srpt", "r")):
       if p in config.policies:
-        ax.axhline(m[_key(tr, mode, p, 0, load, "ttlt_p99", swept)], color=c, ls="--", label=p)
+        ax.axhline(m[_key(tr, mode, p, 0, load, "ttlt_p99", swept)], color=c, ls="--", label=p,
+                   lw=4 if p == "fcfs" else 1.5, alpha=0.5 if p == "fcfs" else 1.0)
     ax.set(xscale="log", yscale="log", xlabel="gamma (1/s of service)", ylabel="P99 TTLT (s)",
            title=f"{tr}, load {load:g}, {mode}")
     ax.legend(fontsize=7)
@@ -53,7 +54,9 @@ def write_all(workdir, config, metrics, swept=("gamma_boost", "gamma_boost_attai
                 for l in loads]
         else:
           ys = [m[_key(tr, md, p, 0, l, "ttlt_p99", swept)] for l in loads]
-        ax.plot(loads, ys, color=c, ls=_STYLE.get(md, "-"), marker="o", label=f"{p} ({md})")
+        wide = dict(lw=5, alpha=0.35) if p == "fcfs" else {}  # visible under an equal line
+        ax.plot(loads, ys, color=c, ls=_STYLE.get(md, "-"), marker="o", label=f"{p} ({md})",
+                **wide)
     ax.set(yscale="log", xlabel="load factor", ylabel="P99 TTLT (s)", title=tr)
     ax.legend(fontsize=6)
   fig.tight_layout()
