@@ -84,9 +84,9 @@ def test_batch_one_srpt_and_fcfs_match_their_mg1_formulas():
   latency = ref.LatencyModel(q, 0.0, 0.0, 0.0)
   server = ref.Server(1, 64, 10**6, 16)
   srpt = eng.simulate(arrival, np.ones(n, int), d, ref.Policy("srpt", sec_per_token=q), server,
-                      latency, capacity=128)
+                      latency, capacity=48)
   fcfs = eng.simulate(arrival, np.ones(n, int), d, ref.Policy("fcfs", sec_per_token=q), server,
-                      latency, capacity=128)
+                      latency, capacity=48)
   es, es2 = np.sum(probs * sizes), np.sum(probs * sizes**2)
   pk = lam * es2 / (2 * (1 - lam * es)) + es
   sm = _srpt_mean_response(sizes, probs, lam)
