@@ -11,6 +11,11 @@ Public API (``from reprojax.algorithms import tail_sched``):
 * the running size distribution: :class:`SizeHistogram`, :func:`histogram`,
   :func:`observe`, :func:`log_mgf_remaining` (``log E[e^{gamma (S - x)} | S > x]``).
 
+The serving simulators are public submodules (imported on use):
+``tail_sched.reference`` (the event-driven numpy specification, ``simulate_reference``,
+and the ``Server``, ``LatencyModel`` and ``Policy`` they share) and ``tail_sched.engine``
+(the same rules as one compiled JAX loop: ``simulate``, ``simulate_arrays``).
+
 References:
   The tail_sched paper (ICML 2026); G. Yu, Z. Scully, SIGMETRICS 2024 (gamma-Boost);
   B. Wu et al., FastServe, arXiv 2305.05920.

@@ -4,7 +4,7 @@ For each trace (``conv``: chat, ``code``: coding assistant) and each preemption 
 (:data:`MODES`), one compiled call per policy simulates a grid of cells, each cell a
 whole trace replayed at a load factor (arrivals compressed by it), a latency scale and
 a gamma: :func:`simulate_cells`, one JAX while-loop per cell
-(``reprojax.algorithms.tail_sched._engine``), the cells spread over the mesh's ``data``
+(``reprojax.algorithms.tail_sched.engine``), the cells spread over the mesh's ``data``
 axis and mapped one after another on each device (a cell's loop trips depend on its
 load, so vmapping cells would run every cell as long as the slowest).
 
@@ -35,9 +35,9 @@ import ml_collections
 import numpy as np
 
 from reprojax.algorithms import tail_sched
-from reprojax.algorithms.tail_sched import _engine
-from reprojax.algorithms.tail_sched._reference import LatencyModel
-from reprojax.algorithms.tail_sched._reference import Server
+from reprojax.algorithms.tail_sched import engine
+from reprojax.algorithms.tail_sched.reference import LatencyModel
+from reprojax.algorithms.tail_sched.reference import Server
 from reprojax.data import azure_traces
 from reprojax.experiments import sharding
 from reprojax.experiments.results import Claim
@@ -112,10 +112,10 @@ def _cell(gamma, load, scale_4, arrival_R, prompt_R, output_R, predicted_R, base
           edges_B1, prior_B, modes, *, name, server, capacity, max_iterations, slo_factor):
   """One cell: the trace at ``load``, latencies x ``scale``; summaries, not per-request arrays."""
   lat = LatencyModel(*(scale_4[i] * c for i, c in enumerate(base)))
-  params = _engine.PolicyParams(gamma=gamma, sec_per_token=lat.c_iter, quantum=0.25 * scale_4[0],
+  params = engine.PolicyParams(gamma=gamma, sec_per_token=lat.c_iter, quantum=0.25 * scale_4[0],
                                 prefill_weight=jnp.asarray(0.05, gamma.dtype),
                                 hist_edges_B1=edges_B1, hist_prior_B=prior_B)
-  out = _engine._simulate(  # pylint: disable=protected-access
+  out = engine.simulate_arrays(
       arrival_R / load, prompt_R, output_R, predicted_R, params, lat, modes, name=name,
       server=server, num_levels=8, capacity=capacity, max_iterations=max_iterations,
       decode_runs=True)
@@ -135,7 +135,7 @@ def _grid_program(name: str, server: Server, capacity: int, max_iterations: int,
                   slo_factor: float, mesh: jax.sharding.Mesh):
   """One compile per policy, static server limits, capacity and mesh (not per mode: the
   preemption flags are an argument)."""
-  cell = functools.partial(_cell, name=name, server=_engine.static_server(server),
+  cell = functools.partial(_cell, name=name, server=engine.static_server(server),
                            capacity=capacity, max_iterations=max_iterations,
                            slo_factor=slo_factor)
   return sharding.vmap_sharded(cell, mesh, in_axes=(0, 0, 0) + (None,) * 8, sequential=True)
@@ -183,7 +183,7 @@ def simulate_cells(trace: azure_traces.Trace, name: str, server: Server, cells: 
     raise ValueError(f"name must be one of {POLICIES}, got {name!r}")
   mesh = sharding.make_mesh() if mesh is None else mesh
   args = _grid_args(trace, server, cells, latency, predicted_R, hist_bins)
-  program = _X64(_grid_program(name, _engine.static_server(server), int(capacity),
+  program = _X64(_grid_program(name, engine.static_server(server), int(capacity),
                                int(max_iterations), float(slo_factor), mesh))
   return program(*args)
 
@@ -197,7 +197,7 @@ def _grid_args(trace, server, cells, latency, predicted_R, hist_bins):
             jnp.asarray(trace.prompt_tokens_R, jnp.int32),
             jnp.asarray(trace.output_tokens_R, jnp.int32), f64(pred),
             LatencyModel(*(f64(c) for c in latency)), f64(edges), f64(prior),
-            _engine.modes_of(server))
+            engine.modes_of(server))
 
 
 def make_server(config: ml_collections.ConfigDict, mode: str) -> Server:
@@ -224,7 +224,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
                 np.ones((gammas.size, 4)))
   server = make_server(config, CLAIMS_MODE)
   build = lambda mesh: _X64(_grid_program(  # pylint: disable=g-long-lambda
-      "gamma_boost_attained", _engine.static_server(server), int(config.capacity["conv"]),
+      "gamma_boost_attained", engine.static_server(server), int(config.capacity["conv"]),
       int(config.max_iterations), float(config.slo_factor), mesh))
   if key is None:
     sds = jax.ShapeDtypeStruct
@@ -233,7 +233,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
     r = sds((n,), f64)
     args = c + (r, sds((n,), i32), sds((n,), i32), r,
                 LatencyModel(*(sds((), f64),) * 4), sds((config.hist_bins + 1,), f64),
-                sds((config.hist_bins,), f64), _engine.Modes(*(sds((), jnp.dtype(bool)),) * 2))
+                sds((config.hist_bins,), f64), engine.Modes(*(sds((), jnp.dtype(bool)),) * 2))
   else:
     trace = azure_traces.synthetic(key, n, 1e4, "conv", max_tokens=64)
     args = _grid_args(trace, server, cells, VIDUR_A100_LLAMA2_7B, None, int(config.hist_bins))

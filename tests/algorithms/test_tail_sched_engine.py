@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from reprojax.algorithms.tail_sched import _engine as eng
-from reprojax.algorithms.tail_sched import _reference as ref
+from reprojax.algorithms.tail_sched import engine as eng
+from reprojax.algorithms.tail_sched import reference as ref
 
 UNIT = ref.LatencyModel(c_iter=1.0, c_prefill=0.0, c_ctx=0.0, c_seq=0.0)
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from reprojax.algorithms.tail_sched import _reference as ref
+from reprojax.algorithms.tail_sched import reference as ref
 
 UNIT = ref.LatencyModel(c_iter=1.0, c_prefill=0.0, c_ctx=0.0, c_seq=0.0)  # 1 s an iteration
 

@@ -12,8 +12,8 @@ import ml_collections
 import numpy as np
 import pytest
 
-from reprojax.algorithms.tail_sched import _engine as eng
-from reprojax.algorithms.tail_sched import _reference as ref
+from reprojax.algorithms.tail_sched import engine as eng
+from reprojax.algorithms.tail_sched import reference as ref
 from reprojax.data import azure_traces
 from reprojax.experiments.tail_sched import experiment as ex
 

@@ -1,6 +1,6 @@
 """The serving simulator as one JAX program: a ``lax.while_loop`` over model iterations.
 
-The rules are those of :func:`reprojax.algorithms.tail_sched._reference.simulate_reference`
+The rules are those of :func:`reprojax.algorithms.tail_sched.reference.simulate_reference`
 (its module docstring), written over fixed-size arrays so that one compile simulates a
 whole trace, and a grid of (policy parameter, load) cells is one call
 (``experiments/tail_sched/experiment.simulate_cells``):
@@ -36,9 +36,9 @@ import numpy as np
 
 from reprojax.algorithms.tail_sched import _distribution
 from reprojax.algorithms.tail_sched import _priority
-from reprojax.algorithms.tail_sched._reference import LatencyModel
-from reprojax.algorithms.tail_sched._reference import POLICIES
-from reprojax.algorithms.tail_sched._reference import Server
+from reprojax.algorithms.tail_sched.reference import LatencyModel
+from reprojax.algorithms.tail_sched.reference import POLICIES
+from reprojax.algorithms.tail_sched.reference import Server
 
 _INF = jnp.inf
 
@@ -71,7 +71,7 @@ def static_server(server: Server) -> Server:
 
 
 class EngineOutcome(NamedTuple):
-  """Per-request latencies (s) and run totals; as ``_reference.Outcome``, plus the window."""
+  """Per-request latencies (s) and run totals; as ``reference.Outcome``, plus the window."""
 
   ttft_R: jax.Array
   ttlt_R: jax.Array
@@ -434,12 +434,29 @@ def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
                        c.iters, c.peak, c.full, c.finished, c.steps, c.busy, c.batch_sum, c.t)
 
 
+def simulate_arrays(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
+                    lat: LatencyModel, modes: Modes, *, name: str, server: Server,
+                    num_levels: int, capacity: int, max_iterations: int,
+                    decode_runs: bool = True) -> EngineOutcome:
+  """:func:`simulate` on arrays, for use inside ``jit``, ``vmap`` or ``lax.map``: no checks.
+
+  ``arrival_R`` float64 seconds (call under ``jax.enable_x64``), ``prompt_R`` and
+  ``output_R`` int32 tokens, ``predicted_R`` float64 tokens (SJF), ``params`` and
+  ``lat`` traced scalars, ``modes`` traced flags (:func:`modes_of`); ``server`` (static,
+  :func:`static_server`), ``name`` and the sizes are static. What the experiment's grid
+  of cells calls once per cell.
+  """
+  return _simulate(arrival_R, prompt_R, output_R, predicted_R, params, lat, modes,
+                   name=name, server=server, num_levels=num_levels, capacity=capacity,
+                   max_iterations=max_iterations, decode_runs=decode_runs)
+
+
 def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Server,
              latency: LatencyModel, predicted_tokens_R=None, *, capacity: int = 1024,
              max_iterations: int = 2_000_000, decode_runs: bool = True) -> EngineOutcome:
-  """Simulates one trace under ``policy`` (a ``_reference.Policy``) in one compiled loop.
+  """Simulates one trace under ``policy`` (a ``reference.Policy``) in one compiled loop.
 
-  Same arguments and rules as :func:`._reference.simulate_reference`; ``capacity`` is the
+  Same arguments and rules as :func:`.reference.simulate_reference`; ``capacity`` is the
   scheduler's window (see the module docstring).
   """
   if policy.name not in POLICIES:
