@@ -135,6 +135,24 @@ def replica_array(x, mesh: Mesh):
   return _place(x, data_sharding(mesh), -(-np.shape(x)[0] // d) * d)
 
 
+def float64(step_fn):
+  """``step_fn`` (a :func:`vmap_sharded` callable) called and lowered under
+  ``jax.enable_x64(True)``: the 64-bit switch scoped to the call, never process-wide, for
+  the experiments that need float64 (comparison_oracle's nearby comparisons, tail_sched's
+  hour-long clocks). Arguments are made under the same switch by the caller."""
+
+  def call(*args):
+    with jax.enable_x64(True):
+      return step_fn(*args)
+
+  def lower(*args):
+    with jax.enable_x64(True):
+      return step_fn.lower(*args)
+
+  call.lower = lower
+  return call
+
+
 def _map_sequentially(fn, in_axes):
   """``jax.vmap(fn, in_axes)``'s result, computed by ``lax.map`` (one replica at a time)."""
 

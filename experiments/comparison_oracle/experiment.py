@@ -443,21 +443,6 @@ def _measure(config):
   return m, figure
 
 
-def _float64(step_fn):
-  """``step_fn`` (a :func:`reprojax.experiments.sharding.vmap_sharded` callable) run and
-  lowered under ``jax.enable_x64(True)``, as the experiment runs it."""
-  def call(*args):
-    with jax.enable_x64(True):
-      return step_fn(*args)
-
-  def lower(*args):
-    with jax.enable_x64(True):
-      return step_fn.lower(*args)
-
-  call.lower = lower
-  return call
-
-
 def main_step(config, key: jax.Array | None) -> sharding.Step:
   """The paper's main sharded computation at ``config``'s shapes (issue 32's every-paper test).
 
@@ -487,7 +472,7 @@ def main_step(config, key: jax.Array | None) -> sharding.Step:
       k1, k2 = jax.random.split(key)
       x0 = starts(n, b, config.start_radius, k1, minimizer(n, config, config.seed))
       args = (np.asarray(x0), jax.random.split(k2, b), eps_B)
-  return sharding.Step(build=lambda mesh: _float64(sharding.vmap_sharded(fn, mesh)), args=args)
+  return sharding.Step(build=lambda mesh: sharding.float64(sharding.vmap_sharded(fn, mesh)), args=args)
 
 
 # ----------------------------------------------------------------------------- claims

@@ -2,7 +2,7 @@
 
 For each trace (``conv``: chat, ``code``: coding assistant) and each preemption mode
 (:data:`MODES`), one compiled call per policy simulates a grid of cells, each cell a
-whole trace replayed at a load factor (arrivals compressed by it), a latency scale and
+whole trace replayed at a load factor (arrivals compressed by it), a latency variant and
 a gamma: :func:`simulate_cells`, one JAX while-loop per cell
 (``reprojax.algorithms.tail_sched.engine``), the cells spread over the mesh's ``data``
 axis and mapped one after another on each device (a cell's loop trips depend on its
@@ -141,21 +141,6 @@ def _grid_program(name: str, server: Server, capacity: int, max_iterations: int,
   return sharding.vmap_sharded(cell, mesh, in_axes=(0, 0, 0) + (None,) * 8, sequential=True)
 
 
-class _X64:
-  """A grid program whose calls and lowerings run with 64-bit types (times in float64)."""
-
-  def __init__(self, program):
-    self._program = program
-
-  def __call__(self, *args):
-    with jax.enable_x64(True):
-      return jax.device_get(self._program(*args))
-
-  def lower(self, *args):
-    with jax.enable_x64(True):
-      return self._program.lower(*args)
-
-
 def alone_ttlt(prompt_R, output_R, server: Server, lat: LatencyModel) -> np.ndarray:
   """Each request's TTLT alone on the server: prefill in token-budget chunks, then one
   decode iteration per further token, each reading its whole context (the SLO's unit)."""
@@ -183,9 +168,9 @@ def simulate_cells(trace: azure_traces.Trace, name: str, server: Server, cells: 
     raise ValueError(f"name must be one of {POLICIES}, got {name!r}")
   mesh = sharding.make_mesh() if mesh is None else mesh
   args = _grid_args(trace, server, cells, latency, predicted_R, hist_bins)
-  program = _X64(_grid_program(name, engine.static_server(server), int(capacity),
-                               int(max_iterations), float(slo_factor), mesh))
-  return program(*args)
+  program = sharding.float64(_grid_program(name, engine.static_server(server), int(capacity),
+                                           int(max_iterations), float(slo_factor), mesh))
+  return jax.device_get(program(*args))  # numpy: run() reads every cell's numbers
 
 
 def _grid_args(trace, server, cells, latency, predicted_R, hist_bins):
@@ -223,17 +208,14 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   cells = Cells(gammas, np.full(gammas.size, float(config.loads["conv"][0])),
                 np.ones((gammas.size, 4)))
   server = make_server(config, CLAIMS_MODE)
-  build = lambda mesh: _X64(_grid_program(  # pylint: disable=g-long-lambda
+  build = lambda mesh: sharding.float64(_grid_program(  # pylint: disable=g-long-lambda
       "gamma_boost_attained", engine.static_server(server), int(config.capacity["conv"]),
       int(config.max_iterations), float(config.slo_factor), mesh))
-  if key is None:
-    sds = jax.ShapeDtypeStruct
-    f64, i32 = jnp.dtype("float64"), jnp.dtype("int32")
-    c = (sds((gammas.size,), f64),) * 2 + (sds((gammas.size, 4), f64),)
-    r = sds((n,), f64)
-    args = c + (r, sds((n,), i32), sds((n,), i32), r,
-                LatencyModel(*(sds((), f64),) * 4), sds((config.hist_bins + 1,), f64),
-                sds((config.hist_bins,), f64), engine.Modes(*(sds((), jnp.dtype(bool)),) * 2))
+  if key is None:  # the shapes and dtypes of the arguments for an all-ones trace of n
+    ones = np.ones(n, np.int32)
+    args = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), _grid_args(
+        azure_traces.Trace(np.cumsum(ones, dtype=np.float64), ones, ones), server, cells,
+        VIDUR_A100_LLAMA2_7B, None, int(config.hist_bins)))
   else:
     trace = azure_traces.synthetic(key, n, 1e4, "conv", max_tokens=64)
     args = _grid_args(trace, server, cells, VIDUR_A100_LLAMA2_7B, None, int(config.hist_bins))

@@ -100,7 +100,8 @@ def test_batch_one_srpt_and_fcfs_match_their_mg1_formulas():
 def test_decode_runs_equal_one_iteration_at_a_time(name):
   """At light load most iterations are decode steps of the whole window, which the engine
   advances in closed form between events; it still equals the reference request by request
-  (a small KV cap makes some runs stop for memory, and Poisson arrivals end the others)."""
+  (a small KV cap makes some runs stop for memory, and Poisson arrivals end the others),
+  and the engine with decode runs off (one loop trip an iteration)."""
   rng = np.random.default_rng(5)
   n = 200
   arrival = np.cumsum(rng.exponential(0.4, n))
@@ -119,3 +120,8 @@ def test_decode_runs_equal_one_iteration_at_a_time(name):
   np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R)
   assert int(got.iterations) == want.iterations and int(got.peak_blocks) == want.peak_blocks
   assert want.peak_blocks == server.kv_blocks and want.preemptions_R.sum() > 0  # it binds
+  one = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=64,
+                     decode_runs=False)
+  assert int(one.loop_steps) >= want.iterations  # every iteration a trip of its own
+  np.testing.assert_allclose(one.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9)
+  np.testing.assert_array_equal(one.preemptions_R, want.preemptions_R)
