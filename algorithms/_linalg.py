@@ -1,6 +1,6 @@
 """Dense linear algebra that stays safe inside replica loops on a multi-device CPU host.
 
-``solve``, ``svd_u``, ``qr_q`` and ``eigh`` are ``jnp.linalg``'s with one
+``solve``, ``svd_u``, ``svd``, ``qr_q``, ``eigh`` and ``det_sign`` are ``jnp.linalg``'s with one
 difference on the CPU backend: a batch (leading dimensions, or a ``vmap``
 around the call) runs as a loop of single-matrix LAPACK calls instead of one
 batched call. Everywhere else (GPU, TPU) they are the batched ``jnp.linalg``
@@ -127,3 +127,32 @@ def eigh(x_XxNxN: jax.Array) -> tuple[jax.Array, jax.Array]:
   if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
     raise ValueError(f"eigh needs square matrices (..., N, N), got shape {x.shape}")
   return _eigh_batched(x)
+
+
+def _svd(x_MxN):
+  return tuple(jnp.linalg.svd(x_MxN, full_matrices=False))
+
+
+_svd_batched = _per_matrix(_svd, (2,))
+
+
+def svd(x_XxMxN: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """The thin SVD ``(U (X, M, K), S (X, K), Vh (X, K, N))``, ``K = min(M, N)``, S descending."""
+  if jnp.ndim(x_XxMxN) < 2:
+    raise ValueError(f"svd needs matrices (..., M, N), got shape {jnp.shape(x_XxMxN)}")
+  return _svd_batched(x_XxMxN)
+
+
+def _det_sign(x_NxN):
+  return jnp.linalg.slogdet(x_NxN)[0]
+
+
+_det_sign_batched = _per_matrix(_det_sign, (2,))
+
+
+def det_sign(x_XxNxN: jax.Array) -> jax.Array:
+  """The sign of the determinant ``(X,)`` of square matrices (-1, 0 or +1; complex: unit phase)."""
+  x = jnp.asarray(x_XxNxN)
+  if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+    raise ValueError(f"det_sign needs square matrices (..., N, N), got shape {x.shape}")
+  return _det_sign_batched(x)
