@@ -19,6 +19,7 @@ PAPERS: tuple[str, ...] = (
     "comparison_oracle",
     "del_no",
     "tail_sched",
+    "oce",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -32,8 +33,9 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # outlives a call (their fits are closed-form, EM or ALS sweeps inside one jitted
 # function; tail_sched trains nothing: it simulates), and del_no and gwcn train seed replicas inside one compiled program
 # (``train.fit_replicas``, ``train.fit_full_batch``: seconds to minutes at every
-# scale), which a killed run recomputes from the start.
-CHECKPOINTED: tuple[str, ...] = ("fno",)
+# scale), which a killed run recomputes from the start. oce trains its generator with
+# ``train.fit`` (checkpointed); what follows (closed-form edits, sampling) is minutes.
+CHECKPOINTED: tuple[str, ...] = ("fno", "oce")
 
 
 def config_path(slug: str, scale: str) -> str:
