@@ -13,7 +13,8 @@ kind of layer:
 * :class:`CrossAttention`: queries from the image features, keys and values from
   the context tokens (padding masked out). Its value projection ``to_v`` (no bias)
   is the ``W0`` of the editing methods: ``v = W0 c`` with ``W0`` of shape
-  ``(channels, text_width)`` (Flax stores the kernel as ``W0.T``).
+  ``(width, text_width)`` (Flax stores the kernel as ``W0.T``); the inner width is
+  the block's channels (as in Stable Diffusion) times ``attn_multiplier``.
 * :class:`CondUNet`: a convolutional U-Net over ``len(channels)`` resolutions with
   one residual block and one cross-attention block per resolution on the way down,
   one of each in the middle and on the way up (skip connections concatenated), a
@@ -89,17 +90,21 @@ class CrossAttention(nn.Module):
   """Image features attend to the prompt: ``x + to_out(attn(to_q(norm x), to_k c, to_v c))``."""
 
   num_heads: int = 4
+  width: int | None = None  # inner width of q, k, v (the d_out of to_v); None: the channels
 
   @nn.compact
   def __call__(self, x_BxHxWxC, ctx_BxLxD, mask_BxL):
     b, hh, ww, c = x_BxHxWxC.shape
-    head = c // self.num_heads
+    inner = self.width or c
+    head = inner // self.num_heads
     h = nn.LayerNorm(name="norm")(x_BxHxWxC.reshape(b, hh * ww, c))
-    q = nn.Dense(c, use_bias=False, name="to_q")(h).reshape(b, hh * ww, self.num_heads, head)
-    k = nn.Dense(c, use_bias=False, name="to_k")(ctx_BxLxD).reshape(b, -1, self.num_heads, head)
-    v = nn.Dense(c, use_bias=False, name="to_v")(ctx_BxLxD).reshape(b, -1, self.num_heads, head)
+    q = nn.Dense(inner, use_bias=False, name="to_q")(h).reshape(b, hh * ww, self.num_heads, head)
+    k = nn.Dense(inner, use_bias=False, name="to_k")(ctx_BxLxD).reshape(
+        b, -1, self.num_heads, head)
+    v = nn.Dense(inner, use_bias=False, name="to_v")(ctx_BxLxD).reshape(
+        b, -1, self.num_heads, head)
     o = _attend(q, k, v, jnp.broadcast_to(mask_BxL[:, None, :], (b, hh * ww, mask_BxL.shape[1])))
-    return x_BxHxWxC + nn.Dense(c, name="to_out")(o.reshape(b, hh * ww, c)).reshape(
+    return x_BxHxWxC + nn.Dense(c, name="to_out")(o.reshape(b, hh * ww, inner)).reshape(
         x_BxHxWxC.shape)
 
 
@@ -140,6 +145,7 @@ class CondUNet(nn.Module):
   max_len: int = 8
   num_heads: int = 4
   time_dim: int = 64
+  attn_multiplier: int = 1  # cross-attention inner width = attn_multiplier x the block's channels
 
   def text_encoder(self) -> TextEncoder:
     """The text encoder, whose parameters are ``params["params"]["text"]``."""
@@ -162,16 +168,19 @@ class CondUNet(nn.Module):
       if i:
         h = nn.Conv(c, (3, 3), strides=(2, 2), name=f"down{i}")(h)
       h = ResBlock(c, name=f"down_res{i}")(h, temb)
-      h = CrossAttention(self.num_heads, name=f"down_attn{i}")(h, ctx, mask)
+      h = CrossAttention(self.num_heads, self.attn_multiplier * c,
+                         name=f"down_attn{i}")(h, ctx, mask)
       skips.append(h)
     h = ResBlock(self.channels[-1], name="mid_res")(h, temb)
-    h = CrossAttention(self.num_heads, name="mid_attn")(h, ctx, mask)
+    h = CrossAttention(self.num_heads, self.attn_multiplier * self.channels[-1],
+                       name="mid_attn")(h, ctx, mask)
     for i in reversed(range(len(self.channels) - 1)):
       b, hh, ww, c = h.shape
       h = jax.image.resize(h, (b, 2 * hh, 2 * ww, c), "nearest")
       h = jnp.concatenate([h, skips[i]], axis=-1)
       h = ResBlock(self.channels[i], name=f"up_res{i}")(h, temb)
-      h = CrossAttention(self.num_heads, name=f"up_attn{i}")(h, ctx, mask)
+      h = CrossAttention(self.num_heads, self.attn_multiplier * self.channels[i],
+                         name=f"up_attn{i}")(h, ctx, mask)
     h = nn.silu(nn.GroupNorm(8)(h))
     return nn.Conv(x_BxHxWxC.shape[-1], (3, 3), name="conv_out",
                    kernel_init=nn.initializers.zeros)(h)

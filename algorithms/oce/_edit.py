@@ -185,11 +185,64 @@ def oce_rotation(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array |
 
 
 def oce_edit(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array | None = None,
-             preserve_PxI: jax.Array | None = None, generic_IxI: jax.Array | None = None,
-             **kwargs) -> jax.Array:
-  """The edited value projection ``R W0`` ``(O, I)``; ``kwargs`` as :func:`oce_rotation`."""
-  r = oce_rotation(W0_OxI, erase_CxI, guide_GxI, preserve_PxI, generic_IxI, **kwargs)
-  return r @ jnp.asarray(W0_OxI, r.dtype)
+             preserve_PxI: jax.Array | None = None, generic_IxI: jax.Array | None = None, *,
+             erase_scale: Any = 1.0, preserve_scale: Any = 0.3, generic_scale: Any = 0.5,
+             lam: Any = 1.5, preservation: jax.Array | None = None,
+             reflection: str = "kabsch", rtol: float = 1e-4) -> jax.Array:
+  """The edited value projection ``R W0`` ``(O, I)``; arguments as :func:`oce_rotation`.
+
+  When the layer widens (``O > I``, as Stable Diffusion's 1280-wide layers over
+  768-wide text) the Procrustes problem is solved in the ``I``-dimensional range
+  of ``W0``, which holds the row and column spaces of ``M``: with ``W0 = Q T``
+  (thin QR), ``M = Q K Q^T`` for ``K = Q^T M Q``, and ``R W0 = Q (U' V'^T) T`` from
+  the SVD ``K = U' S' V'^T``: an ``I x I`` SVD instead of an ``O x O`` one, and no
+  ``O x O`` matrix formed unless ``preservation`` is given. On the complement of
+  the range ``R`` is free (it never meets ``W0``), so a reflection ``U' V'^T`` is
+  completed to a rotation there at no cost: the result equals ``R W0`` for the
+  maximiser over rotations. With ``reflection="last_column"`` (the public code's
+  fix, which acts on the full ``R``) the full ``O x O`` solve runs.
+  """
+  a = _common.check_arrays({"W0_OxI": W0_OxI, "erase_CxI": erase_CxI, "guide_GxI": guide_GxI,
+                            "preserve_PxI": preserve_PxI, "generic_IxI": generic_IxI,
+                            "preservation_OxO": preservation})
+  if reflection not in REFLECTIONS:
+    raise ValueError(f"reflection must be one of {REFLECTIONS}, got {reflection!r}")
+  scales = (_scale("erase_scale", erase_scale), _scale("preserve_scale", preserve_scale),
+            _scale("generic_scale", generic_scale), _scale("lam", lam))
+  return _edit_one(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], a["preserve_PxI"],
+                   a["generic_IxI"], a["preservation_OxO"], *scales, reflection, rtol)
+
+
+def _edit_one(w0, erase, guide, preserve, generic, preservation, erase_scale, preserve_scale,
+              generic_scale, lam, reflection, rtol):
+  """One layer's ``R W0`` (no validation: the public callers validate)."""
+  o, i = w0.shape
+  if o <= i or reflection == "last_column":
+    keep = (_preservation(w0, preserve, generic, preserve_scale, generic_scale, lam)
+            if preservation is None else preservation)
+    m = keep - erase_scale * _erasure(w0, erase, guide, rtol)
+    return procrustes_rotation(m, reflection) @ w0
+  q = _linalg.qr_q(w0)  # (O, I): an orthonormal basis of the range of W0
+  t = q.T @ w0  # (I, I): W0 = Q T
+  if preservation is None:
+    inner = lam * jnp.eye(i, dtype=w0.dtype)
+    if generic is not None:
+      inner = inner + generic_scale * generic
+    keep = t @ inner @ t.T  # Q^T W0 (.) W0^T Q
+    if preserve is not None:
+      vp = t @ preserve.T
+      keep = keep + preserve_scale * (vp @ vp.T)
+  else:
+    keep = q.T @ preservation @ q
+  e = _basis(w0, erase, rtol)
+  eq = q.T @ e
+  if guide is None:
+    term = eq @ eq.T
+  else:
+    g = _basis(w0, guide, rtol)
+    term = eq @ (eq.T - (e.T @ g) @ (q.T @ g).T)  # Q^T E E^T (I - G*) Q
+  u, _, vh = _linalg.svd(keep - erase_scale * term)
+  return q @ ((u @ vh) @ t)
 
 
 def _by_shape(weights):
@@ -256,10 +309,8 @@ def oce_edit_layers(weights: Sequence[jax.Array], erase_CxI: jax.Array,
 def _oce_group(w_LxOxI, erase, guide, preserve, generic, preservation_LxOxO, erase_scale,
                preserve_scale, generic_scale, lam, *, reflection, rtol):
   def one(w0, pres):
-    keep = (_preservation(w0, preserve, generic, preserve_scale, generic_scale, lam)
-            if pres is None else pres)
-    m = keep - erase_scale * _erasure(w0, erase, guide, rtol)
-    return procrustes_rotation(m, reflection) @ w0
+    return _edit_one(w0, erase, guide, preserve, generic, pres, erase_scale, preserve_scale,
+                     generic_scale, lam, reflection, rtol)
 
   if preservation_LxOxO is None:
     return jax.vmap(lambda w0: one(w0, None))(w_LxOxI)

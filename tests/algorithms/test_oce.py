@@ -84,6 +84,25 @@ def test_oce_rotation_is_orthogonal_keeps_norms_and_angles(o):
   assert np.max(cos(w @ erase.T, w0 @ erase.T)) < 0.5
 
 
+@pytest.mark.parametrize("reflection", ["kabsch", "allow"])
+def test_the_range_solve_of_a_widening_layer_equals_the_full_rotation(reflection):
+  """O > I: oce_edit solves in the range of W0 (an I x I SVD); it equals R W0 of the full solve."""
+  rng = _rng(12)
+  i = 12
+  w0 = rng.normal(size=(30, i)).astype(np.float32)
+  e, g, p = (rng.normal(size=(n, i)).astype(np.float32) for n in (3, 2, 4))
+  c = _generic(rng, i)
+  kw = dict(erase_scale=200.0, preserve_scale=1.0, generic_scale=5.0, lam=3.0,
+            reflection=reflection)
+  full = np.asarray(oce.oce_rotation(w0, e, g, p, c, **kw), np.float64) @ w0
+  np.testing.assert_allclose(np.asarray(oce.oce_edit(w0, e, g, p, c, **kw)), full, atol=2e-4)
+  term = oce.preservation_term(w0, p, c, preserve_scale=1.0, generic_scale=5.0, lam=3.0)
+  cached = oce.oce_edit(w0, e, g, preservation=term, erase_scale=200.0, reflection=reflection)
+  np.testing.assert_allclose(np.asarray(cached), full, atol=2e-4)
+  last = oce.oce_edit(w0, e, g, p, c, **dict(kw, reflection="last_column"))  # the full solve
+  np.testing.assert_allclose(np.asarray(last), full, atol=2e-4)  # no reflection arose here
+
+
 def test_nothing_to_erase_is_the_identity():
   rng = _rng(7)
   i = 16
