@@ -38,6 +38,7 @@ def write_all(workdir, config, curves, m):
            ylabel="change to the other digits' images  (lower: preserved)",
            title=f"erase {' and '.join(name)} (guide {config.guides[names.index(name)]})")
     ax.set_yscale("symlog", linthresh=1e-3)
+    ax.set_ylim(bottom=0.0)
     ax.legend(fontsize=7, loc="upper right")
   fig.tight_layout()
   plotting.save(fig, workdir, "erasure_vs_preservation.png")

@@ -28,6 +28,7 @@ def _metrics(config, change=(0.01, 0.02), fd=(18.0, 20.0), erased=(0.0, 0.0), qu
                             ("uce", change[1] * grow, fd[1], erased[1])):
       m.update({f"{name}/{method}/test/erased_acc": e, f"{name}/{method}/test/preserved_acc": 1.0,
                 f"{name}/{method}/test/preserved_change": c, f"{name}/{method}/test/fd": f,
+                f"{name}/{method}/test/guide_rate": 0.5,
                 f"{name}/{method}/pick_scale": 1.0, f"{name}/{method}/pick_qualified": qualified})
     m.update({f"{name}/unedited/erased_acc": 1.0, f"{name}/unedited/fd": 19.0,
               f"{name}/oce/max_norm_change": 1e-7,
