@@ -138,39 +138,34 @@ def train_generator(config, workdir: str, mesh, train_split: digits.Digits):
 
 
 def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
-  """The paper's main sharded computation at ``config``'s shapes: one generator training step.
+  """The paper's main sharded computation at ``config``'s shapes: one chunk of sampling.
 
-  :func:`reprojax.experiments.train.make_train_step` with the config's model,
-  optimizer and flow-matching loss, on a batch of ``batch_size`` images and
-  labels (padded and masked for the mesh as ``fit`` pads it). With a key: the
-  initial state, standard normal images and random labels drawn from it; with
-  None: ``jax.ShapeDtypeStruct`` args only.
+  Every evaluation of an edit (the validation sweeps, the test seeds) is
+  :func:`make_sampler`'s program on chunks of ``sample_chunk`` images, one image
+  per replica split over ``data``: the guided Euler integration of the
+  generator's flow from a key and a prompt. The step is that program on one
+  chunk. With a key: the generator's initial parameters, the replicas' keys and
+  random prompts of the vocabulary drawn from it; with None:
+  ``jax.ShapeDtypeStruct`` args only. (The generator's training step is
+  ``train.make_train_step``, whose padding and masking make any mesh equal one
+  device: ``tests/experiments/test_train.py``.)
   """
   model = make_model(config)
-  optimizer = make_optimizer(config)
-
-  def init(k):
-    params = init_params(model, k)
-    return train.TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
-
-  abstract = jax.eval_shape(init, jax.random.key(0))
-  loss_fn = make_loss_fn(model, config.p_empty)
-
-  def build(mesh):
-    return train.make_train_step(mesh=mesh, loss_fn=loss_fn, optimizer=optimizer,
-                                 batch_size=config.batch_size, abstract_state=abstract)
-
-  b = config.batch_size
+  program = _sample_program(model, config)
+  n = int(config.sample_chunk)
   if key is None:
-    args = (abstract, (jax.ShapeDtypeStruct((b, 8, 8, 1), jnp.float32),
-                       jax.ShapeDtypeStruct((b,), jnp.int32)),
-            jax.eval_shape(lambda: jax.random.key(0)))
+    params = jax.eval_shape(lambda: init_params(model, jax.random.key(0)))
+    args = (jax.eval_shape(lambda: jax.random.split(jax.random.key(0), n)),
+            jax.ShapeDtypeStruct((n, digits.MAX_LEN), jnp.int32), params)
   else:
-    k_init, k_x, k_y, k_step = jax.random.split(key, 4)
-    state = jax.device_get(jax.jit(init)(k_init))
-    args = (state, (np.asarray(jax.random.normal(k_x, (b, 8, 8, 1))),
-                    np.asarray(jax.random.randint(k_y, (b,), 0, 10))), k_step)
-  return sharding.Step(build=build, args=args)
+    k_init, k_keys, k_tok = jax.random.split(key, 3)
+    table = digits.prompt_table().reshape(-1, digits.MAX_LEN)
+    rows = np.asarray(jax.random.randint(k_tok, (n,), 0, len(table)))
+    args = (jax.random.split(k_keys, n), table[rows],
+            jax.device_get(jax.jit(lambda k: init_params(model, k))(k_init)))
+  return sharding.Step(build=lambda mesh: sharding.vmap_sharded(program, mesh,
+                                                                in_axes=(0, 0, None)),
+                       args=args)
 
 
 # ================================================================ the classifier
@@ -219,6 +214,22 @@ def make_sampler(model, config, mesh):
   Images go through in chunks of ``config.sample_chunk`` (the last padded), so
   every batch size runs one compiled program.
   """
+  program = sharding.vmap_sharded(_sample_program(model, config), mesh, in_axes=(0, 0, None))
+  chunk = int(config.sample_chunk)
+
+  def sample(params, tokens_NxL, keys_N):
+    n = len(tokens_NxL)
+    idx = np.arange(-(-n // chunk) * chunk) % n  # padded with the first images again
+    tok, keys = np.asarray(tokens_NxL)[idx], keys_N[jnp.asarray(idx)]
+    out = [np.asarray(program(keys[i:i + chunk], jnp.asarray(tok[i:i + chunk]), params))
+           for i in range(0, len(idx), chunk)]
+    return np.concatenate(out)[:n]
+
+  return sample
+
+
+def _sample_program(model, config):
+  """One image: ``(key, tokens_L, params) -> (8, 8, 1)`` (vmapped over replicas by the caller)."""
   steps, scale = int(config.sample_steps), float(config.guidance)
 
   def one(key, tokens_L, params):
@@ -232,19 +243,7 @@ def make_sampler(model, config, mesh):
 
     return jnp.clip(fm.euler_sample(velocity, x0, steps).reshape(8, 8, 1), -1.0, 1.0)
 
-  program = sharding.vmap_sharded(one, mesh, in_axes=(0, 0, None))
-
-  chunk = int(config.sample_chunk)
-
-  def sample(params, tokens_NxL, keys_N):
-    n = len(tokens_NxL)
-    idx = np.arange(-(-n // chunk) * chunk) % n  # padded with the first images again
-    tok, keys = np.asarray(tokens_NxL)[idx], keys_N[jnp.asarray(idx)]
-    out = [np.asarray(program(keys[i:i + chunk], jnp.asarray(tok[i:i + chunk]), params))
-           for i in range(0, len(idx), chunk)]
-    return np.concatenate(out)[:n]
-
-  return sample
+  return one
 
 
 def eval_prompts(templates, per_digit: int) -> tuple[np.ndarray, np.ndarray]:

@@ -100,12 +100,12 @@ def test_frechet_distance_and_tasks():
 def test_prompt_bank_rows_are_the_encoder_at_the_concept_token():
   config = registry.load_config("oce", "tiny")
   model = experiment.make_model(config)
-  params = experiment.init_params(model, jax.random.key(0))
+  params = jax.jit(lambda k: experiment.init_params(model, k))(jax.random.key(0))
   bank = experiment.PromptBank(model, params)
   rows = bank.concept_rows((3, 5), (1,))  # (digit, template 1, word/numeral)
   tok = digits.tokenize([digits.prompt(3, 1), digits.prompt(3, 1, True), digits.prompt(5, 1),
                          digits.prompt(5, 1, True)])
-  ctx, _ = model.encode(params, jnp.asarray(tok))
+  ctx, _ = jax.jit(model.encode)(params, jnp.asarray(tok))
   want = np.asarray(ctx)[np.arange(4), digits.last_token_index(tok)]
   np.testing.assert_allclose(rows, want, atol=1e-5)
   c = bank.generic_moment()
