@@ -7,8 +7,6 @@ its closed form solves. OCE: orthogonality, det +1, norms and angles kept, the
 identity with nothing to erase, the layer API equal to one layer at a time.
 """
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.linalg
