@@ -34,7 +34,8 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # function; tail_sched trains nothing: it simulates), and del_no and gwcn train seed replicas inside one compiled program
 # (``train.fit_replicas``, ``train.fit_full_batch``: seconds to minutes at every
 # scale), which a killed run recomputes from the start. oce trains its generator with
-# ``train.fit`` (checkpointed); what follows (closed-form edits, sampling) is minutes.
+# ``train.fit`` (checkpointed; its stop-and-resume test is in-process, see
+# ``tests/experiments/test_launcher.py``'s RESUME_TESTS); what follows is minutes.
 CHECKPOINTED: tuple[str, ...] = ("fno", "oce")
 
 

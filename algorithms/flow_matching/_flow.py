@@ -48,8 +48,9 @@ def flow_matching_loss(velocity_fn: VelocityFn, x1_BxD: jax.Array, key: jax.Arra
   x1 = _common.check_arrays({"x1_BxD": x1_BxD}, batch=("x1_BxD",))["x1_BxD"]
   key = _common.check_key("key", key)
   k0, kt = jax.random.split(key)
-  x0 = jax.random.normal(k0, x1.shape, x1.dtype)
-  t = jax.random.uniform(kt, x1.shape[:-1], x1.dtype)
+  dtype = jax.dtypes.canonicalize_dtype(x1.dtype)  # float64 only where x64 is on
+  x0 = jax.random.normal(k0, x1.shape, dtype)
+  t = jax.random.uniform(kt, x1.shape[:-1], dtype)
   v = velocity_fn(interpolate(x0, x1, t), t)
   return jnp.mean(jnp.square(v - (x1 - x0)), axis=-1)
 

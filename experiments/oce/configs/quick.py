@@ -31,7 +31,6 @@ def get_config() -> ml_collections.ConfigDict:
   c.warmup_steps = 100
   c.p_empty = 0.1  # probability of the empty prompt in training (classifier-free guidance)
   c.checkpoint_every = 500
-  c.train_only = False  # True: train the generator and stop (the kill-and-resume test)
   # --- sampling
   c.sample_steps = 12  # Euler steps of the flow ODE
   c.guidance = 3.0  # classifier-free guidance scale

@@ -14,7 +14,7 @@ from reprojax.experiments.oce.configs import quick
 def get_config():
   c = quick.get_config()
   c.scale = "tiny"
-  c.channels = (8, 16)
+  c.channels = (8,)  # one resolution: the fewest ops to compile
   c.attn_multiplier = 2
   c.text_width = 16
   c.batch_size = 32
