@@ -86,18 +86,9 @@ def solve(a_XxNxN: jax.Array, b: jax.Array) -> jax.Array:
   raise ValueError(f"solve: b must have shape {a.shape[:-1]} or {a.shape[:-1]} + (M,), got {b.shape}")
 
 
-def _svd_u(x_MxN):
-  return jnp.linalg.svd(x_MxN, full_matrices=False)[0]
-
-
-_svd_u_batched = _per_matrix(_svd_u, (2,))
-
-
 def svd_u(x_XxMxN: jax.Array) -> jax.Array:
   """Left singular vectors ``(X, M, min(M, N))`` of the thin SVD, by descending singular value."""
-  if jnp.ndim(x_XxMxN) < 2:
-    raise ValueError(f"svd_u needs matrices (..., M, N), got shape {jnp.shape(x_XxMxN)}")
-  return _svd_u_batched(x_XxMxN)
+  return svd(x_XxMxN)[0]
 
 
 def _qr_q(x_MxN):
