@@ -12,6 +12,7 @@ import pytest
 from reprojax.data import digits
 from reprojax.experiments import registry
 from reprojax.experiments import sharding
+from reprojax.experiments import train
 from reprojax.experiments.oce import experiment
 
 
@@ -101,7 +102,9 @@ def test_frechet_distance_and_tasks():
 def test_prompt_bank_rows_are_the_encoder_at_the_concept_token():
   config = registry.load_config("oce", "tiny")
   model = experiment.make_model(config)
-  params = jax.jit(lambda k: experiment.init_params(model, k))(jax.random.key(0))
+  shapes = jax.eval_shape(lambda k: experiment.init_params(model, k), jax.random.key(0))
+  params = jax.tree.map(lambda s: 0.3 * np.random.default_rng(0).normal(size=s.shape).astype(
+      np.float32), shapes)  # random weights without compiling the initialiser
   bank = experiment.PromptBank(model, params)
   rows = bank.concept_rows((3, 5), (1,))  # (digit, template 1, word/numeral)
   tok = digits.tokenize([digits.prompt(3, 1), digits.prompt(3, 1, True), digits.prompt(5, 1),
@@ -114,9 +117,18 @@ def test_prompt_bank_rows_are_the_encoder_at_the_concept_token():
   assert np.all(np.linalg.eigvalsh(c) > -1e-5)
 
 
-def test_stop_and_resume_is_bit_identical(tmp_path):
+def test_stop_and_resume_is_bit_identical(tmp_path, monkeypatch):
   """The generator's training stopped after a checkpoint and resumed ends bit-identical to an
-  uninterrupted run (registry.CHECKPOINTED; the hard kill is the shared loop's, fno's test)."""
+  uninterrupted run (registry.CHECKPOINTED; the hard kill is the shared loop's, fno's test).
+
+  The three runs share one compiled train step (the same config gives the same pure step;
+  each ``fit`` call would otherwise compile it anew, 5 s each): what is tested is what
+  ``fit`` does around it, the checkpoint, the restore, the batch order and the step keys.
+  """
+  steps = {}
+  build = train.make_train_step
+  monkeypatch.setattr(train, "make_train_step",
+                      lambda **kw: steps.setdefault(kw["batch_size"], build(**kw)))
   config = registry.load_config("oce", "tiny")
   config.num_steps, config.checkpoint_every = 12, 4
   mesh = sharding.make_mesh({"data": 1}, devices=jax.devices()[:1])  # compiles fastest
