@@ -458,8 +458,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   m["unedited/test_acc"] = acc0
   m["time/unedited_eval_s"] = time.time() - t0
 
-  def test_scores(p, erased, guide):
-    images = sample(p, test_tok, test_keys)
+  def test_scores(p, erased, guide, images=None):
+    images = sample(p, test_tok, test_keys) if images is None else images
     pred = _classify(clf, images)
     per_seed = np.array([score(pred[test_seed == s], test_lab[test_seed == s], erased,
                                images[test_seed == s], test_ref[test_seed == s])
@@ -478,7 +478,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
     t0 = time.time()
     task = Task(name, erased, guide, bank, config.edit_templates)
     pres = oce_preservation(params, task, generic, config)
-    base = test_scores(params, erased, guide)
+    base = test_scores(params, erased, guide, images=test_ref)  # the unedited images, again
     m[f"{name}/unedited/erased_acc"] = float(base[:, 0].mean())
     m[f"{name}/unedited/preserved_acc"] = float(base[:, 1].mean())
     m[f"{name}/unedited/fd"] = float(base[:, 3].mean())
