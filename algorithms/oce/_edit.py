@@ -172,16 +172,19 @@ def oce_rotation(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array |
   a = _common.check_arrays({"W0_OxI": W0_OxI, "erase_CxI": erase_CxI, "guide_GxI": guide_GxI,
                             "preserve_PxI": preserve_PxI, "generic_IxI": generic_IxI,
                             "preservation_OxO": preservation})
-  w0 = a["W0_OxI"]
-  if preservation is None:
-    keep = _preservation(w0, a["preserve_PxI"], a["generic_IxI"],
-                         _scale("preserve_scale", preserve_scale),
-                         _scale("generic_scale", generic_scale), _scale("lam", lam))
-  else:
-    keep = a["preservation_OxO"]
-  m = keep - _scale("erase_scale", erase_scale) * _erasure(w0, a["erase_CxI"], a["guide_GxI"],
-                                                          rtol)
+  m = _full_m(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], a["preserve_PxI"], a["generic_IxI"],
+              a["preservation_OxO"], _scale("erase_scale", erase_scale),
+              _scale("preserve_scale", preserve_scale), _scale("generic_scale", generic_scale),
+              _scale("lam", lam), rtol)
   return procrustes_rotation(m, reflection)
+
+
+def _full_m(w0, erase, guide, preserve, generic, preservation, erase_scale, preserve_scale,
+            generic_scale, lam, rtol):
+  """OCE's ``M`` ``(O, O)`` (no validation)."""
+  keep = (_preservation(w0, preserve, generic, preserve_scale, generic_scale, lam)
+          if preservation is None else preservation)
+  return keep - erase_scale * _erasure(w0, erase, guide, rtol)
 
 
 def oce_edit(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array | None = None,
@@ -218,20 +221,13 @@ def _edit_one(w0, erase, guide, preserve, generic, preservation, erase_scale, pr
   """One layer's ``R W0`` (no validation: the public callers validate)."""
   o, i = w0.shape
   if o <= i or reflection == "last_column":
-    keep = (_preservation(w0, preserve, generic, preserve_scale, generic_scale, lam)
-            if preservation is None else preservation)
-    m = keep - erase_scale * _erasure(w0, erase, guide, rtol)
+    m = _full_m(w0, erase, guide, preserve, generic, preservation, erase_scale, preserve_scale,
+                generic_scale, lam, rtol)
     return procrustes_rotation(m, reflection) @ w0
   q = _linalg.qr_q(w0)  # (O, I): an orthonormal basis of the range of W0
   t = q.T @ w0  # (I, I): W0 = Q T
-  if preservation is None:
-    inner = lam * jnp.eye(i, dtype=w0.dtype)
-    if generic is not None:
-      inner = inner + generic_scale * generic
-    keep = t @ inner @ t.T  # Q^T W0 (.) W0^T Q
-    if preserve is not None:
-      vp = t @ preserve.T
-      keep = keep + preserve_scale * (vp @ vp.T)
+  if preservation is None:  # Q^T W0 (.) W0^T Q = T (.) T^T: the same term with T for W0
+    keep = _preservation(t, preserve, generic, preserve_scale, generic_scale, lam)
   else:
     keep = q.T @ preservation @ q
   e = _basis(w0, erase, rtol)
@@ -245,11 +241,20 @@ def _edit_one(w0, erase, guide, preserve, generic, preservation, erase_scale, pr
   return q @ ((u @ vh) @ t)
 
 
-def _by_shape(weights):
+def _per_shape(weights, edit, preservation=None):
+  """``[edit(W_stack, P_stack)[j]]`` back in layer order, one call per shape of layer
+  (``P_stack`` None without ``preservation``)."""
   groups = {}
   for i, w in enumerate(weights):
     groups.setdefault(tuple(np.shape(w)), []).append(i)
-  return groups
+  out = [None] * len(weights)
+  for idx in groups.values():
+    w = jnp.stack([jnp.asarray(weights[i]) for i in idx])
+    p = None if preservation is None else jnp.stack([jnp.asarray(preservation[i]) for i in idx])
+    new = edit(w, p)
+    for j, i in enumerate(idx):
+      out[i] = new[j]
+  return out
 
 
 def _check_layers(weights, preservation):
@@ -294,15 +299,9 @@ def oce_edit_layers(weights: Sequence[jax.Array], erase_CxI: jax.Array,
   scales = tuple(_scale(n, v) for n, v in (("erase_scale", erase_scale),
                                            ("preserve_scale", preserve_scale),
                                            ("generic_scale", generic_scale), ("lam", lam)))
-  out = [None] * len(weights)
-  for idx in _by_shape(weights).values():
-    w = jnp.stack([jnp.asarray(weights[i]) for i in idx])
-    p = None if preservation is None else jnp.stack([jnp.asarray(preservation[i]) for i in idx])
-    new = _oce_group(w, concepts["erase_CxI"], concepts["guide_GxI"], concepts["preserve_PxI"],
-                     concepts["generic_IxI"], p, *scales, reflection=reflection, rtol=rtol)
-    for j, i in enumerate(idx):
-      out[i] = new[j]
-  return out
+  return _per_shape(weights, lambda w, p: _oce_group(
+      w, concepts["erase_CxI"], concepts["guide_GxI"], concepts["preserve_PxI"],
+      concepts["generic_IxI"], p, *scales, reflection=reflection, rtol=rtol), preservation)
 
 
 @functools.partial(jax.jit, static_argnames=("reflection", "rtol"))
@@ -347,14 +346,8 @@ def uce_edit_layers(weights: Sequence[jax.Array], erase_CxI: jax.Array, guide_Cx
                                    "preserve_PxI": preserve_PxI, "weights_OxI": weights[0]})
   scales = (_scale("erase_scale", erase_scale), _scale("preserve_scale", preserve_scale),
             _scale("lam", lam, positive=True))
-  out = [None] * len(weights)
-  for idx in _by_shape(weights).values():
-    w = jnp.stack([jnp.asarray(weights[i]) for i in idx])
-    new = _uce_group(w, concepts["erase_CxI"], concepts["guide_CxI"], concepts["preserve_PxI"],
-                     *scales)
-    for j, i in enumerate(idx):
-      out[i] = new[j]
-  return out
+  return _per_shape(weights, lambda w, _: _uce_group(
+      w, concepts["erase_CxI"], concepts["guide_CxI"], concepts["preserve_PxI"], *scales))
 
 
 @jax.jit
