@@ -537,7 +537,10 @@ def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], 
       of them as a fourth argument.
     optimizer: an optax transformation.
     init_keys, step_keys: ``(R,)`` PRNG keys (``jax.random.key``), one of each per
-      replica; keep them independent (e.g. from two different splits).
+      replica; keep them independent (e.g. from two different splits). ``init_keys``
+      may be any pytree with leading axis R that ``init_params`` maps to one
+      replica's parameters: pretrained parameters to fine-tune from, say, with
+      ``init_params=lambda p: p``.
     train_arrays: arrays with ``stacked`` ones ``(R, N, ...)`` (replica r's data) and
       the others ``(N, ...)`` (shared by all replicas).
     batch_size: examples per replica and step.
@@ -560,10 +563,13 @@ def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], 
     NonFiniteLossError: when a replica's loss or metric is not finite, naming the
       first such step and its replica.
   """
-  r = int(np.shape(init_keys)[0]) if np.ndim(init_keys) else 0
-  if r < 1 or np.shape(step_keys)[:1] != (r,) or len(batch_seeds) != r:
+  starts = jax.tree.leaves(init_keys)
+  r = int(np.shape(starts[0])[0]) if starts and np.ndim(starts[0]) else 0
+  if (r < 1 or any(np.shape(x)[:1] != (r,) for x in starts)
+      or np.shape(step_keys)[:1] != (r,) or len(batch_seeds) != r):
     raise ValueError(f"init_keys, step_keys and batch_seeds must share one leading size R >= 1, "
-                     f"got {np.shape(init_keys)}, {np.shape(step_keys)} and {len(batch_seeds)}")
+                     f"got {[np.shape(x) for x in starts][:3]}, {np.shape(step_keys)} and "
+                     f"{len(batch_seeds)}")
   if not train_arrays:
     raise ValueError("train_arrays is empty")
   flags = _flags(stacked, train_arrays, "train_arrays")

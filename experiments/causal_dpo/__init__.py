@@ -1,0 +1,1 @@
+"""CausalDPO against DPO and S-DPO on a synthetic recommendation world with environment confounders."""
