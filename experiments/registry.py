@@ -20,6 +20,7 @@ PAPERS: tuple[str, ...] = (
     "del_no",
     "tail_sched",
     "oce",
+    "causal_dpo",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -31,7 +32,8 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # write no checkpoint, which ``tests/test_notebooks.py`` checks on every tiny
 # run: rocp, ising_aggregation, alft and comparison_oracle train nothing that
 # outlives a call (their fits are closed-form, EM or ALS sweeps inside one jitted
-# function; tail_sched trains nothing: it simulates), and del_no and gwcn train seed replicas inside one compiled program
+# function; tail_sched trains nothing: it simulates), and del_no, gwcn and causal_dpo
+# train seed replicas inside one compiled program
 # (``train.fit_replicas``, ``train.fit_full_batch``: seconds to minutes at every
 # scale), which a killed run recomputes from the start. oce trains its generator with
 # ``train.fit`` (checkpointed; its stop-and-resume test is in-process, see

@@ -1,1 +1,1 @@
-"""CausalDPO against DPO and S-DPO on a synthetic recommendation world with environment confounders."""
+"""CausalDPO against DPO and S-DPO on a synthetic recommendation world with confounders."""

@@ -55,6 +55,12 @@ from reprojax.experiments.causal_dpo import plots
 from reprojax.models import recommender
 
 K_EVAL = 10  # HR@10 and NDCG@10
+_POS = (0.0, float("inf"))
+# Fields whose names carry no rule of experiments/config_check.py (open intervals).
+CONFIG_RANGES = {"taste_dim": (0.5, float("inf")), "history_len": (0.5, float("inf")),
+                 "taste_scale": _POS, "context_accuracy": (0.0, 1.0 + 1e-9), "beta": _POS,
+                 "cluster_temperature": _POS, "invariance_weights": _POS, "mmd_weight": _POS,
+                 "mmd_bandwidth": _POS, "id_tolerance": _POS, "env_probs": (0.0, 1.0)}
 SOURCES = ("inferred", "oracle", "random")  # where a variant's environments come from
 METRICS = ("hr", "ndcg")
 
@@ -235,7 +241,7 @@ def environments(config, ref: Reference, data: Data) -> tuple[dict[str, np.ndarr
   keys = jax.random.split(jax.random.key(config.seed + 20_000), 2 * s)
 
   def infer(key, feats, env):
-    centers = causal_dpo.kmeans(feats, key, num_envs=e, num_iters=config.kmeans_iters)
+    centers = causal_dpo.kmeans(feats, key, num_envs=e, num_iters=config.kmeans_steps)
     probs = causal_dpo.soft_assign(feats, centers, temperature=config.cluster_temperature)
     ari = causal_dpo.adjusted_rand_index(jnp.argmax(probs, 1), env, num_a=e, num_b=e)
     return probs, ari
@@ -250,7 +256,7 @@ def environments(config, ref: Reference, data: Data) -> tuple[dict[str, np.ndarr
 
 # ----------------------------------------------------------------------- preferences
 
-def preference_loss_fn(model, beta: float):
+def preference_loss_fn(model, beta: float, bandwidth: float):
   """One replica's per-example loss for ``fit_replicas``: the batch's CausalDPO
   objective (S-DPO losses, backdoor prior, variance and MMD penalties) spread
   evenly over the batch, so its mean is the objective.
@@ -272,19 +278,11 @@ def preference_loss_fn(model, beta: float):
     prior = args["backdoor"] * jnp.full((e,), 1.0 / e) + (1 - args["backdoor"]) * probs.mean(0)
     objective = (causal_dpo.backdoor_adjusted_loss(losses, probs, prior)
                  + args["variance_weight"] * causal_dpo.variance_penalty(losses, probs, prior)
-                 + args["mmd_weight"] * causal_dpo.mmd_penalty(h, probs,
-                                                               bandwidth=median_bandwidth(h)))
+                 + args["mmd_weight"] * causal_dpo.mmd_penalty(h, probs, bandwidth=bandwidth))
     b = losses.shape[0]
     return jnp.full((b,), objective), {"sdpo": losses}
 
   return loss_fn
-
-
-def median_bandwidth(h_BxH):
-  """The MMD kernel's bandwidth: the median pairwise distance of the batch (the median
-  heuristic), held constant for the gradient."""
-  d = jnp.sqrt(jnp.sum((h_BxH[:, None] - h_BxH[None]) ** 2, -1) + 1e-12)
-  return jax.lax.stop_gradient(jnp.median(d) + 1e-6)
 
 
 def replica_args(config, vs: list[Variant]) -> dict[str, np.ndarray]:
@@ -326,7 +324,8 @@ def train_preferences(config, data: Data, sft_params, ref: Reference, envs: dict
   names = split_names(config)
   start = jax.tree.map(lambda x: _replicate(x, nv), sft_params)
   out = train.fit_replicas(
-      mesh=mesh, init_params=lambda p: p, loss_fn=preference_loss_fn(model, config.beta),
+      mesh=mesh, init_params=lambda p: p,
+      loss_fn=preference_loss_fn(model, config.beta, config.mmd_bandwidth),
       optimizer=optax.adam(config.pref_learning_rate), init_keys=start,
       step_keys=jax.random.split(jax.random.key(config.seed + 30_000), len(seeds)),
       train_arrays=arrays, batch_size=config.batch_size, num_steps=config.pref_steps,
@@ -531,7 +530,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   Every variant x seed replica (``num_seeds * len(variants(config))``) takes one
   Adam step of the preference loss on its minibatch. With a key the inputs are
   synthetic and valid (random histories, log-probabilities and memberships, the
-  SFT-like parameters from ``model.init``); with None they are
+  parameters from ``model.init`` and a mid-training Adam state); with None they are
   ``jax.ShapeDtypeStruct``s.
   """
   vs = variants(config)
@@ -551,7 +550,8 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
             (r, u, e))
   dtypes = (jnp.int32,) * 4 + (jnp.float32,) * 5
   s = int(config.num_seeds)
-  args_r = {kk: np.tile(v, (s,) + (1,) * (v.ndim - 1)) for kk, v in replica_args(config, vs).items()}
+  args_r = {kk: np.tile(v, (s,) + (1,) * (v.ndim - 1))
+            for kk, v in replica_args(config, vs).items()}
   if key is None:
     arrays = tuple(jax.ShapeDtypeStruct(sh, dt) for sh, dt in zip(shapes, dtypes))
     args = (params, opt_state, keys_abs, jax.ShapeDtypeStruct((), jnp.int32),
@@ -560,7 +560,12 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   else:
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key)))
     params = jax.vmap(init)(jax.random.split(key, r))
-    opt_state = jax.vmap(opt.init)(params)
+    # A mid-training Adam state (step 100, second moments 1e-2): Adam's first step is
+    # lr * sign(g), which turns rounding in a near-zero gradient into a jump of lr.
+    adam, rest = jax.vmap(opt.init)(params)
+    opt_state = (adam._replace(count=jnp.full_like(adam.count, 100),
+                               nu=jax.tree.map(lambda x: jnp.full_like(x, 1e-2), adam.nu)),
+                 rest)
     n = int(w.num_items)
     # Consecutive items from a random offset: distinct within a session by construction.
     hist = (rng.integers(0, n, (r, u, 1)) + np.arange(lh + 1 + k)) % n
@@ -573,7 +578,8 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
     args = (params, opt_state, jax.random.split(key, r), np.int32(0), idx, arrays, args_r)
 
   def build(mesh):
-    return train.make_replica_step(mesh=mesh, loss_fn=preference_loss_fn(model, config.beta),
+    return train.make_replica_step(
+        mesh=mesh, loss_fn=preference_loss_fn(model, config.beta, config.mmd_bandwidth),
                                    optimizer=opt)
 
   return sharding.Step(build, args)

@@ -23,7 +23,8 @@ def get_config() -> ml_collections.ConfigDict:
   c.world.taste_dim = 8  # D of the causal feature
   c.world.taste_scale = 2.0  # a: the weight of taste in every click
   c.world.history_len = 10  # L
-  c.world.env_probs = (0.5, 0.5)  # the training environments' frequencies
+  c.world.env_probs = (0.7, 0.3)  # the training environments' frequencies (unequal: with equal
+  # ones the backdoor adjustment is close to the plain mean by construction)
   c.world.env_strengths = (2.0, 0.5)  # gamma_e: popularity's weight in the next click
   c.world.context_accuracy = 0.85  # P(context token = environment)
   c.world.num_train = 4000  # training sessions per seed
@@ -43,10 +44,11 @@ def get_config() -> ml_collections.ConfigDict:
   c.pref_learning_rate = 1e-3
   c.beta = 0.1  # the public code's default
   # --- CausalDPO
-  c.kmeans_iters = 25
+  c.kmeans_steps = 25
   c.cluster_temperature = 1.0  # the public code's softmax(-distance)
   c.invariance_weights = (10.0, 100.0, 1000.0)  # variance-penalty grid, picked on validation
   c.mmd_weight = 1.0  # the MMD variant's weight
+  c.mmd_bandwidth = 1.0  # its RBF kernel's bandwidth (the public code's sigma)
   # --- claim thresholds (committed before the deciding run)
   c.id_tolerance = 0.05  # in-distribution change against DPO counted as "close"
   c.min_ari = 0.5  # the clusters "find" the environments

@@ -20,6 +20,6 @@ def get_config():
   c.batch_size = 32
   c.sft_steps = 30
   c.pref_steps = 20
-  c.kmeans_iters = 5
+  c.kmeans_steps = 5
   c.invariance_weights = (100.0,)
   return c
