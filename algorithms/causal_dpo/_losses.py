@@ -218,7 +218,9 @@ def variance_penalty(loss_B, env_probs_BxE, prior_E=None) -> jax.Array:
 
 @jax.jit
 def _mmd(features_BxD, env_probs_BxE, bandwidth):
-  sq_BxB = jnp.sum((features_BxD[:, None, :] - features_BxD[None, :, :]) ** 2, axis=-1)
+  norms_B = jnp.sum(features_BxD ** 2, axis=-1)
+  sq_BxB = jnp.maximum(norms_B[:, None] + norms_B[None, :] - 2.0 * features_BxD @ features_BxD.T,
+                       0.0)
   k_BxB = jnp.exp(-sq_BxB / (2.0 * bandwidth ** 2))
   mass_E = jnp.sum(env_probs_BxE, axis=0)
   w_BxE = env_probs_BxE / jnp.maximum(mass_E, 1e-12)
