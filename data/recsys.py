@@ -15,7 +15,8 @@ batch of seeds is one ``jax.vmap``):
   strongly popularity drives the click. The recommender sees the history and a
   context token (the session's platform, say) that equals ``e`` with probability
   ``context_accuracy`` and is another environment's otherwise; ``e`` itself is
-  latent.
+  latent. Optionally (``catalogue_shift > 0``) the environment also shapes the
+  history: each environment favours its own items ``b_ej`` in what users saw.
 * Out-of-distribution sessions keep the users, items and contexts and change
   ``gamma``: ``target_strengths_E`` set to ``0`` (popularity irrelevant) or
   negative (the effect flips: niche-seeking sessions).
@@ -53,6 +54,7 @@ class World(NamedTuple):
 
   taste_NxD: jax.Array  # float32, items' causal features c_j (rows of norm about 1)
   popularity_N: jax.Array  # float32, items' spurious feature s_j ~ N(0, 1)
+  catalogue_ExN: jax.Array  # float32, b_ej ~ N(0, 1): environment e's own taste for item j
 
 
 class Sessions(NamedTuple):
@@ -66,19 +68,21 @@ class Sessions(NamedTuple):
   taste_UxD: jax.Array  # float32, the users' tastes u
 
 
-def make_world(key: jax.Array, *, num_items: int, taste_dim: int) -> World:
-  """Items with ``c_j ~ N(0, I_D / D)`` and ``s_j ~ N(0, 1)``."""
-  for name, v in (("num_items", num_items), ("taste_dim", taste_dim)):
+def make_world(key: jax.Array, *, num_items: int, taste_dim: int, num_envs: int = 2) -> World:
+  """Items with ``c_j ~ N(0, I_D / D)``, ``s_j ~ N(0, 1)`` and, per environment,
+  ``b_ej ~ N(0, 1)`` (used only when sessions ask for a catalogue shift)."""
+  for name, v in (("num_items", num_items), ("taste_dim", taste_dim), ("num_envs", num_envs)):
     if not isinstance(v, (int, np.integer)) or v < 1:
       raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
   k1, k2 = jax.random.split(key)
   return World(jax.random.normal(k1, (num_items, taste_dim)) / np.sqrt(taste_dim),
-               jax.random.normal(k2, (num_items,)))
+               jax.random.normal(k2, (num_items,)),
+               jax.random.normal(jax.random.fold_in(key, 2), (num_envs, num_items)))
 
 
 @functools.partial(jax.jit, static_argnames=("num_users", "history_len", "num_negatives"))
 def _sessions(key, world, env_probs_E, target_strengths_E, context_accuracy, taste_scale,
-              num_users, history_len, num_negatives):
+              catalogue_shift, num_users, history_len, num_negatives):
   n, d = world.taste_NxD.shape
   e = env_probs_E.shape[0]
   k_env, k_ctx, k_alt, k_taste, k_hist, k_next, k_neg = jax.random.split(key, 7)
@@ -87,7 +91,9 @@ def _sessions(key, world, env_probs_E, target_strengths_E, context_accuracy, tas
   context = jnp.where(jax.random.bernoulli(k_ctx, context_accuracy, (num_users,)), env, other)
   taste = jax.random.normal(k_taste, (num_users, d))
   affinity = taste_scale * taste @ world.taste_NxD.T
-  _, history = jax.lax.top_k(affinity + jax.random.gumbel(k_hist, affinity.shape), history_len)
+  shift = catalogue_shift * world.catalogue_ExN[env]  # the environment's own catalogue
+  _, history = jax.lax.top_k(affinity + shift + jax.random.gumbel(k_hist, affinity.shape),
+                             history_len)
   rows = jnp.arange(num_users)[:, None]
   seen = jnp.zeros((num_users, n), bool).at[rows, history].set(True)
   click = affinity + target_strengths_E[env][:, None] * world.popularity_N[None, :]
@@ -102,7 +108,8 @@ def _sessions(key, world, env_probs_E, target_strengths_E, context_accuracy, tas
 
 def sample_sessions(key: jax.Array, world: World, env_probs_E, target_strengths_E, *,
                     num_users: int, history_len: int, num_negatives: int,
-                    context_accuracy: float = 0.85, taste_scale: float = 2.0) -> Sessions:
+                    context_accuracy: float = 0.85, taste_scale: float = 2.0,
+                    catalogue_shift: float = 0.0) -> Sessions:
   """``num_users`` sessions of the world (see the module docstring).
 
   Args:
@@ -114,6 +121,10 @@ def sample_sessions(key: jax.Array, world: World, env_probs_E, target_strengths_
       must not exceed the number of items.
     context_accuracy: probability that the context token names the environment.
     taste_scale: ``a``, the weight of taste in every draw.
+    catalogue_shift: ``sigma``: the history is drawn from ``softmax(a u.c_j + sigma b_ej)``,
+      so the environment also shapes what a user has seen (its own catalogue) and a
+      representation of the history can tell environments apart; 0 (the default): the
+      history is taste alone. The target's draw never uses ``b``.
   """
   n = int(np.shape(world.taste_NxD)[0])
   for name, v in (("num_users", num_users), ("history_len", history_len),
@@ -133,8 +144,14 @@ def sample_sessions(key: jax.Array, world: World, env_probs_E, target_strengths_
                      f"finite, got {probs} and {strengths}")
   if not 0.0 <= context_accuracy <= 1.0:
     raise ValueError(f"context_accuracy must lie in [0, 1], got {context_accuracy}")
+  if np.shape(world.catalogue_ExN)[0] != len(probs):
+    raise ValueError(f"the world has catalogues for {np.shape(world.catalogue_ExN)[0]} "
+                     f"environments, env_probs_E names {len(probs)}")
+  if not np.isfinite(catalogue_shift):
+    raise ValueError(f"catalogue_shift must be finite, got {catalogue_shift}")
   return _sessions(key, world, jnp.asarray(probs, jnp.float32), jnp.asarray(strengths, jnp.float32),
-                   jnp.float32(context_accuracy), jnp.float32(taste_scale), int(num_users),
+                   jnp.float32(context_accuracy), jnp.float32(taste_scale),
+                   jnp.float32(catalogue_shift), int(num_users),
                    int(history_len), int(num_negatives))
 
 

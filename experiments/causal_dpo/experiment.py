@@ -60,7 +60,8 @@ _POS = (0.0, float("inf"))
 CONFIG_RANGES = {"taste_dim": (0.5, float("inf")), "history_len": (0.5, float("inf")),
                  "taste_scale": _POS, "context_accuracy": (0.0, 1.0 + 1e-9), "beta": _POS,
                  "cluster_temperature": _POS, "invariance_weights": _POS, "mmd_weight": _POS,
-                 "mmd_bandwidth": _POS, "id_tolerance": _POS, "env_probs": (0.0, 1.0)}
+                 "mmd_bandwidth": _POS, "id_tolerance": _POS, "env_probs": (0.0, 1.0),
+                 "catalogue_shift": (-1e-9, float("inf"))}
 SOURCES = ("inferred", "oracle", "random")  # where a variant's environments come from
 METRICS = ("hr", "ndcg")
 
@@ -106,8 +107,8 @@ def make_data(config) -> Data:
   seeds = np.arange(int(config.num_seeds)) + int(config.seed)
   keys = jax.vmap(jax.random.key)(seeds)
   w = config.world
-  worlds = jax.vmap(lambda k: recsys.make_world(k, num_items=w.num_items,
-                                                taste_dim=w.taste_dim))(keys)
+  worlds = jax.vmap(lambda k: recsys.make_world(k, num_items=w.num_items, taste_dim=w.taste_dim,
+                                                num_envs=len(w.env_probs)))(keys)
   probs, train_strengths = tuple(w.env_probs), tuple(w.env_strengths)
 
   def split(stream, num_users, strengths):
@@ -115,7 +116,8 @@ def make_data(config) -> Data:
       return recsys.sample_sessions(
           jax.random.fold_in(key, stream), world, probs, strengths, num_users=num_users,
           history_len=w.history_len, num_negatives=config.num_negatives,
-          context_accuracy=w.context_accuracy, taste_scale=w.taste_scale)
+          context_accuracy=w.context_accuracy, taste_scale=w.taste_scale,
+          catalogue_shift=w.catalogue_shift)
     return jax.tree.map(np.asarray, jax.vmap(one)(keys, worlds))
 
   test = {"id": split(3, w.num_test, train_strengths)}

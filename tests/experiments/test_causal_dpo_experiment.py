@@ -31,6 +31,13 @@ def test_sessions_are_well_formed_and_the_environment_drives_popularity():
   assert pop[s.target_U[s.env_U == 0]].mean() > 1.0 > -1.0 > pop[s.target_U[s.env_U == 1]].mean()
   hist = pop[s.history_UxL].mean(1)
   assert abs(hist[s.env_U == 0].mean() - hist[s.env_U == 1].mean()) < 0.05
+  # With a catalogue shift the environment also shapes the history.
+  shifted = recsys.sample_sessions(jax.random.key(1), world, (0.6, 0.4), (3.0, -3.0),
+                                   num_users=2000, history_len=6, num_negatives=5,
+                                   catalogue_shift=2.0)
+  own = np.asarray(world.catalogue_ExN)[0][np.asarray(shifted.history_UxL)].mean(1)
+  env = np.asarray(shifted.env_U)
+  assert own[env == 0].mean() > 1.0 > 0.0 > own[env == 1].mean() - 0.2
   with pytest.raises(ValueError, match="exceeds"):
     recsys.sample_sessions(jax.random.key(1), world, (1.0,), (0.0,), num_users=2,
                            history_len=390, num_negatives=10)

@@ -27,6 +27,7 @@ def get_config() -> ml_collections.ConfigDict:
   # ones the backdoor adjustment is close to the plain mean by construction)
   c.world.env_strengths = (2.0, 0.5)  # gamma_e: popularity's weight in the next click
   c.world.context_accuracy = 0.85  # P(context token = environment)
+  c.world.catalogue_shift = 0.0  # > 0: each environment also shapes the history (its catalogue)
   c.world.num_train = 4000  # training sessions per seed
   c.world.num_val = 1000  # validation sessions (training environments)
   c.world.num_test = 2000  # test sessions per split
