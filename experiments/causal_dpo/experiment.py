@@ -388,6 +388,11 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   if int(config.num_negatives) < 1 or len(config.world.env_probs) < 2:
     raise ValueError("num_negatives must be >= 1 and world.env_probs must name >= 2 "
                      "environments")
+  probs = np.asarray(config.world.env_probs, np.float64)
+  if abs(probs.sum() - 1.0) > 1e-6 or len(config.world.env_strengths) != len(probs):
+    raise ValueError(f"config.world.env_probs must sum to 1 and config.world.env_strengths "
+                     f"give one gamma per environment, got {tuple(config.world.env_probs)} "
+                     f"and {tuple(config.world.env_strengths)}")
   if config.batch_size > config.world.num_train:
     raise ValueError(f"batch_size={config.batch_size} exceeds world.num_train="
                      f"{config.world.num_train}")
