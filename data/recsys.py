@@ -197,8 +197,8 @@ def load_movielens_100k(manual_dir: str | None = None, *, history_len: int = 10,
   order = np.lexsort((items, raw[:, 3], users))  # by user, then time, then item
   users, items = users[order], items[order]
   hist, target, user = [], [], []
-  for u in np.unique(users):
-    seq = items[users == u]
+  starts = np.flatnonzero(np.diff(users)) + 1  # sorted by user: one slice per user
+  for u, seq in zip(users[np.r_[0, starts]] if len(users) else [], np.split(items, starts)):
     for t in range(history_len, len(seq)):
       hist.append(seq[t - history_len:t])
       target.append(seq[t])
