@@ -26,7 +26,6 @@ from reprojax.algorithms import causal_dpo
 from reprojax.experiments import bench
 from reprojax.experiments.causal_dpo import experiment
 from reprojax.experiments.causal_dpo.configs import quick
-from reprojax.models import recommender
 
 _STEPS = 100
 
@@ -45,10 +44,9 @@ def _scan_steps(config, variant: str):
     def loss_fn(p, batch, key, args):
       del key, args
       history, context, target, negatives, ref_c, ref_r = batch[:6]
-      logits = model.apply(p, history, context)
-      logp = jax.nn.log_softmax(recommender.exclude(logits, history), axis=-1)
-      pc = jnp.take_along_axis(logp, target[:, None], 1)[:, 0]
-      pr = jnp.take_along_axis(logp, negatives[:, :1], 1)[:, 0]
+      logp, _ = experiment._log_policy(model, p, history, context)  # pylint: disable=protected-access
+      pc, pr = logp[jnp.arange(target.shape[0]), target], logp[jnp.arange(target.shape[0]),
+                                                              negatives[:, 0]]
       return causal_dpo.dpo_loss(pc, pr, ref_c, ref_r[:, 0], beta=config.beta), {}
   else:
     loss_fn = experiment.preference_loss_fn(model, config.beta, config.mmd_bandwidth)
