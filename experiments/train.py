@@ -321,6 +321,22 @@ class ReplicaFit(NamedTuple):
   compile_s: float  # wall seconds of the one compilation
 
 
+def mid_training_state(opt_state: Any, step: int = 100, second_moment: float = 1e-2) -> Any:
+  """``opt_state`` with every Adam state moved to ``step`` and its second moments set.
+
+  For the every-paper 8-devices-equal-1 test (``main_step``): Adam's first step from
+  zero moments is ``lr * sign(g)``, which turns rounding in a near-zero gradient into
+  a jump of ``lr``; a state as if training were under way compares like the rest.
+  """
+  def move(s):
+    if isinstance(s, optax.ScaleByAdamState):
+      return s._replace(count=jnp.full_like(s.count, step),
+                        nu=jax.tree.map(lambda x: jnp.full_like(x, second_moment), s.nu))
+    return s
+
+  return jax.tree.map(move, opt_state, is_leaf=lambda s: isinstance(s, optax.ScaleByAdamState))
+
+
 def sample_batch_indices(seeds: Sequence[int], num_examples: Sequence[int], num_steps: int,
                          batch_size: int, stream: int = 7) -> np.ndarray:
   """Minibatch indices ``(R, T, B)``: replica r draws each batch uniformly, with replacement,

@@ -38,50 +38,58 @@ def _finite(tree):
              if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact))
 
 
-JITTABLE = [p for p in EXAMPLES if p.values[0].jittable]
+def _stack(draws):
+  """Arguments drawn one by one, stacked into a batch (vmapping ``make_args`` would
+  compile every one of its operations again at batched shapes: a seventh of this test)."""
+  def stack(*leaves):
+    if isinstance(leaves[0], jax.Array) and jnp.issubdtype(leaves[0].dtype, jax.dtypes.prng_key):
+      return jnp.stack(leaves)
+    return np.stack([np.asarray(x) for x in leaves])
+  return jax.tree.map(stack, *draws)
 
 
-@pytest.mark.parametrize("ex", JITTABLE)
-def test_jit_once_finite_and_vmap_equals_loop(ex):
-  """One compile serves new values; a vmapped call equals a loop of jitted calls.
+@pytest.mark.parametrize("ex", EXAMPLES)
+def test_one_program_serves_new_values_and_vmap_equals_loop(ex):
+  """New values of the same shapes reuse the program, eagerly and under ``jax.jit``;
+  outputs are finite; a jitted vmap over three draws equals a loop of plain calls.
 
-  One test per example, so the loop reuses the program the first check compiled
-  (under pytest-xdist, two tests of one example may land in different processes).
+  Called first as a notebook calls it (no outer jit). One test per example, so the
+  loop reuses the program of the first call (under pytest-xdist two tests of one
+  example may land in different processes), and each example compiles twice: its
+  own program and the jitted vmap, which is also the check that it traces under jit.
   """
+  args0, args1 = ex.make_args(jax.random.key(3)), ex.make_args(jax.random.key(4))
+  out0 = jax.block_until_ready(ex.fn(*args0))
+  before = len(_COMPILES)
+  out1 = jax.block_until_ready(ex.fn(*args1))
+  assert len(_COMPILES) == before, f"{len(_COMPILES) - before} compilations on the second call"
+  assert _finite(out0) and _finite(out1)
+  if not ex.jittable:
+    return
+
   def fresh(*args):  # its own jit cache: another test's jax.jit(ex.fn) shares ex.fn's
     return ex.fn(*args)
 
-  f = jax.jit(fresh)
-  out1 = f(*ex.make_args(jax.random.key(0)))
-  out2 = f(*ex.make_args(jax.random.key(1)))
-  assert f._cache_size() == 1, "second call with new values recompiled"
-  assert _finite(out1) and _finite(out2)
   if not ex.vmappable:
+    f = jax.jit(fresh)
+    assert _finite(f(*args0)) and _finite(f(*args1))
+    assert f._cache_size() == 1, "second jitted call with new values recompiled"
     return
-  keys = jax.random.split(jax.random.key(2), 3)
-  got = jax.jit(jax.vmap(ex.fn))(*jax.vmap(ex.make_args)(keys))
+  draws = [ex.make_args(k) for k in jax.random.split(jax.random.key(2), 6)]
+  g = jax.jit(jax.vmap(fresh))
+  got = g(*_stack(draws[:3]))
+  assert _finite(got) and _finite(g(*_stack(draws[3:])))
+  assert g._cache_size() == 1, "second jitted call with new values recompiled"
   for i in range(3):
-    want = f(*ex.make_args(keys[i]))
-    jax.tree.map(lambda g, w: np.testing.assert_allclose(g[i], w, rtol=2e-5, atol=2e-5),
+    want = ex.fn(*draws[i])
+    jax.tree.map(lambda a, w: np.testing.assert_allclose(a[i], w, rtol=2e-5, atol=2e-5),
                  got, want)
-  assert f._cache_size() == 1
 
 
 @pytest.mark.parametrize("ex", [p for p in EXAMPLES if p.values[0].bad_args is not None])
 def test_bad_input_raises(ex):
   with pytest.raises(ValueError):
     ex.fn(*ex.bad_args)
-
-
-@pytest.mark.parametrize("ex", EXAMPLES)
-def test_second_eager_call_does_not_compile(ex):
-  """Called as a notebook calls it (no outer jit), new values of the same shapes reuse the program."""
-  args0, args1 = ex.make_args(jax.random.key(3)), ex.make_args(jax.random.key(4))
-  out0 = jax.block_until_ready(ex.fn(*args0))
-  before = len(_COMPILES)
-  jax.block_until_ready(ex.fn(*args1))
-  assert len(_COMPILES) == before, f"{len(_COMPILES) - before} compilations on the second call"
-  assert _finite(out0)
 
 
 def _covered(name, examples):

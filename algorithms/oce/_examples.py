@@ -35,6 +35,16 @@ def _layer_args(key):
           _n(key, 3, (_P, _I)), _generic(key))
 
 
+def _wide_layer_args(key):
+  return (_n(key, 0, (_I, _O)), _n(key, 1, (_C, _O)), _n(key, 2, (_G, _O)),
+          _n(key, 3, (_P, _O)), _generic_wide(key))
+
+
+def _generic_wide(key):
+  a = _n(key, 9, (2 * _O, _O))
+  return a.T @ a / (2 * _O)
+
+
 _BAD_W = np.full((_O, _I), np.nan, np.float32)
 
 EXAMPLES = (
@@ -57,9 +67,13 @@ EXAMPLES = (
                                                  lam=1.5),
             make_args=lambda key: (_layer_args(key)[0],) + _layer_args(key)[3:],
             bad_args=(_BAD_W, np.ones((_P, _I), np.float32), np.eye(_I, dtype=np.float32))),
+    # A wide layer (d_out < d_in, as Stable Diffusion's to_v, 320 x 768): M has full
+    # rank, so R is unique. For a tall one R is free on the complement of W0's range
+    # (only R W0, oce_edit's output, is unique there), and two programs that round
+    # differently return different, equally valid R.
     Example(name="oce_rotation",
             fn=lambda w, e, g, p, c: oce_rotation(w, e, g, p, c, erase_scale=50.0),
-            make_args=_layer_args,
+            make_args=_wide_layer_args,
             bad_args=(np.ones((_O, _I), np.float32), np.ones((_C, _I + 2), np.float32),
                       np.ones((_G, _I), np.float32), np.ones((_P, _I), np.float32),
                       np.eye(_I, dtype=np.float32))),

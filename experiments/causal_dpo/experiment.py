@@ -567,12 +567,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   else:
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key)))
     params = jax.vmap(init)(jax.random.split(key, r))
-    # A mid-training Adam state (step 100, second moments 1e-2): Adam's first step is
-    # lr * sign(g), which turns rounding in a near-zero gradient into a jump of lr.
-    adam, rest = jax.vmap(opt.init)(params)
-    opt_state = (adam._replace(count=jnp.full_like(adam.count, 100),
-                               nu=jax.tree.map(lambda x: jnp.full_like(x, 1e-2), adam.nu)),
-                 rest)
+    opt_state = train.mid_training_state(jax.vmap(opt.init)(params))
     n = int(w.num_items)
     # Consecutive items from a random offset: distinct within a session by construction.
     hist = (rng.integers(0, n, (r, u, 1)) + np.arange(lh + 1 + k)) % n

@@ -236,7 +236,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   ``n_train`` pairs on the PDE's grid, with the experiment's loss, per-replica
   normalisers and optimizer. The synthetic inputs: Gaussian fields for the pairs,
   and a mid-training-like state (orders drawn in [0.5, 2.5], network weights
-  N(0, 0.1^2), the optimizer's zero moments), so building them compiles nothing.
+  N(0, 0.1^2), Adam at step 100 with second moments 1e-2: ``train.mid_training_state``).
   """
   pde, backbone = config.sweep_pde, config.sweep_backbone
   mk = model_key(backbone, pde, True)
@@ -272,7 +272,8 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
 
     params = flax.traverse_util.unflatten_dict(
         {p: draw(p, s) for p, s in flax.traverse_util.flatten_dict(params).items()})
-    opt_state = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), opt_state)  # Adam's init
+    opt_state = train.mid_training_state(
+        jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), opt_state))
     x, y = (rng.normal(size=x_shape).astype(np.float32) for _ in range(2))
     seeds = [int(config.seed) + s for s in range(r)]
     idx = train.sample_batch_indices(seeds, [sz.n_train] * r, 1, int(sz.batch_size))[:, 0]

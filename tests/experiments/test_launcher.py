@@ -49,7 +49,9 @@ def _env(data_dir, cache_dir, devices):
   env["JAX_COMPILATION_CACHE_DIR"] = cache_dir
   env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
   env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
-  env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+  kept = [f for f in env.get("XLA_FLAGS", "").split()  # conftest's compile-speed flags
+          if not f.startswith("--xla_force_host_platform_device_count")]
+  env["XLA_FLAGS"] = " ".join(kept + [f"--xla_force_host_platform_device_count={devices}"])
   env["JAX_PLATFORMS"] = "cpu"
   env["REPROJAX_DATA_DIR"] = data_dir
   return env

@@ -5,7 +5,7 @@ launcher starts no JAX backend and leaves matplotlib alone; and its pure
 ``claims(config, metrics)``, fed the metrics of the committed
 ``results/<slug>/results.json``, gives the committed verdicts; its
 ``main_step(config, key)`` (a :class:`reprojax.experiments.sharding.Step`) gives
-the same numbers on 8 devices as on 1 at the quick config's shapes, and lowers
+the same numbers on 8 devices as on 1 at the tiny config's shapes, and lowers
 on 8 devices at the full config's shapes without data.
 """
 
@@ -104,8 +104,8 @@ def _experiment(slug):
 
 @pytest.mark.parametrize("slug", registry.PAPERS)
 def test_main_step_on_8_devices_equals_1(slug):
-  """The paper's main sharded computation, at its quick config's shapes, gives the 1-device answer."""
-  step = _experiment(slug).main_step(_load_config(slug, "quick"), jax.random.key(0))
+  """The paper's main sharded computation, at its tiny config's shapes, gives the 1-device answer."""
+  step = _experiment(slug).main_step(_load_config(slug, "tiny"), jax.random.key(0))
   assert not any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(step.args))
   one = step.build(sharding.make_mesh(devices=jax.devices()[:1]))(*step.args)
   eight = step.build(sharding.make_mesh())(*step.args)
