@@ -1,0 +1,1 @@
+"""SNV's continual-learning experiment (see README.md)."""

@@ -1,0 +1,547 @@
+"""SNV's experiment: buffer-free continual learning on split digits, SNV beside its baselines.
+
+Stream: scikit-learn's digits cut into ``num_tasks`` tasks of ``classes_per_task``
+classes (``data/continual.py``), each seed its own split. Network: an MLP whose
+hidden neurons can be mean-ablated (``models/maskable_mlp.py``), one head over all
+classes. Each task trains ``train_steps`` Adam steps (a fresh Adam per task) on the
+cross-entropy over the protocol's active classes: the task's own classes in the
+task-incremental protocol (a multi-head network), every class seen so far in the
+class-incremental one. Tested after every task: task-IL accuracy (argmax over the
+task's classes) and class-IL accuracy (argmax over every class seen so far).
+
+Methods, each with one hyperparameter on a grid picked by the final validation
+accuracy of its protocol (mean over seeds):
+
+* ``finetune``: nothing kept.
+* ``ewc``, ``si``, ``mas``: a quadratic penalty ``lam/2 sum omega (theta - theta*)^2``
+  toward the previous task's end, omega accumulated over tasks (``snv.fisher_diagonal``
+  on the task's training data, ``snv.si_importance`` of the task's path,
+  ``snv.mas_importance``); the grid is ``lam``.
+* ``magnitude`` (PackNet-style), ``random``, ``activation``, ``snv``: after each task,
+  freeze the top ``c`` of all hidden neurons by a score (L1 norm of incoming weights,
+  uniform noise, mean |activation| on validation, Shapley value), cumulatively,
+  with the task's head units (``snv.top_fraction``, ``snv.freeze``, as the authors'
+  code freezes earlier heads); the grid is ``c``.
+
+SNV's game is the authors': v(S) = minus the cross-entropy, over the protocol's
+active classes, on the current task's validation examples, with the neurons outside
+S mean-ablated at their pre-activation (means over the same examples); the estimator
+is ``snv.tmc_shapley`` with their reported setting (reverse order, 32 permutations,
+truncation 0.05, no bandit). Not reproduced: the authors' SNV-A additions that
+produced their numbers (masked consolidation training, per-task masked inference and
+BN snapshots, rotation heads and routing for class-IL; see README.md).
+
+Stages are programs over all replicas (variant x seed), split over the mesh's
+``data`` axis by ``experiments.sharding.vmap_sharded``: a task's training (a
+``lax.scan``), the Shapley values of the SNV replicas, the consolidation (importances,
+freezing) and the evaluation. :func:`main_step` is the training program.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Mapping, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+
+from reprojax.algorithms import snv
+from reprojax.data import continual
+from reprojax.experiments import common
+from reprojax.experiments import results
+from reprojax.experiments import sharding
+from reprojax.experiments.snv import plots
+from reprojax.models import maskable_mlp
+
+_POS = (0.5, float("inf"))
+CONFIG_RANGES = {"num_tasks": (2, 10), "classes_per_task": (1, 5), "train_steps": _POS,
+                 "batch_size": _POS, "learning_rate": (0.0, float("inf")),
+                 "num_permutations": (2, float("inf")), "truncation": (0.0, 1.0),
+                 "shapley_chunk": _POS, "si_damping": (0.0, float("inf"))}
+
+PROTOCOLS = ("task", "class")
+PENALTIES = ("ewc", "si", "mas")
+FREEZERS = ("magnitude", "random", "activation", "snv")
+METHODS = ("finetune",) + PENALTIES + FREEZERS
+BASELINES = ("finetune",) + PENALTIES + ("magnitude",)  # the buffer-free baselines SNV must beat
+
+
+class Variant(NamedTuple):
+  protocol: str
+  method: str
+  hyper: float  # lam for a penalty, c for a freezer, 0 for finetune
+
+  @property
+  def name(self) -> str:
+    return f"{self.protocol}_{self.method}_{self.hyper:g}"
+
+
+def variants(config) -> list[Variant]:
+  grids = {"finetune": (0.0,), "ewc": config.ewc_lambdas, "si": config.si_strengths,
+           "mas": config.mas_lambdas}
+  out = []
+  for p in PROTOCOLS:
+    for m in METHODS:
+      for h in grids.get(m, config.freeze_fractions):
+        out.append(Variant(p, m, float(h)))
+  return out
+
+
+def make_stream(config) -> continual.TaskStream:
+  """The seeds' splits stacked: every array ``(S, T, ...)``; classes ``(S, T, C)``."""
+  if config.dataset != "digits":
+    raise ValueError(f"config.dataset must be 'digits', got {config.dataset!r}")
+  return continual.stack_streams([
+      continual.digits_stream(int(config.num_tasks), int(config.classes_per_task), seed=s)
+      for s in range(int(config.seed), int(config.seed) + int(config.num_seeds))])
+
+
+def make_model(config) -> maskable_mlp.MaskableMLP:
+  return maskable_mlp.MaskableMLP(hidden=tuple(int(h) for h in config.hidden),
+                                  num_classes=int(config.num_tasks * config.classes_per_task))
+
+
+def _class_task(config) -> np.ndarray:
+  """The task of every class, ``(K,)``."""
+  return np.repeat(np.arange(int(config.num_tasks)), int(config.classes_per_task)).astype(np.int32)
+
+
+def active_classes(class_task_K, task, protocol):
+  """The classes a loss or a prediction ranges over after ``task``: its own (task-IL,
+  protocol 0) or every class seen so far (class-IL, protocol 1)."""
+  return jnp.where(protocol == 0, class_task_K == task, class_task_K <= task)
+
+
+def _masked(logits, active):
+  return jnp.where(active, logits, -1e9)
+
+
+def trainable_masks(model, params, frozen_N, head_frozen_K):
+  """0/1 masks like ``params``: frozen neurons' incoming weights and biases, frozen head units."""
+  inner = dict(params["params"])
+  start, sizes = 0, list(model.hidden) + [model.num_classes]
+  for i, width in enumerate(sizes):
+    layer = f"Dense_{i}"
+    frozen = head_frozen_K if i == len(model.hidden) else frozen_N[start:start + width]
+    k, b = snv.dense_trainable(frozen, inner[layer]["kernel"].shape[0])
+    inner[layer] = {"kernel": k, "bias": b}
+    start += width if i < len(model.hidden) else 0
+  return {"params": inner}
+
+
+class Fns(NamedTuple):
+  train: Any
+  shapley: Any
+  consolidate: Any
+  evaluate: Any
+
+
+def make_fns(config, mesh) -> Fns:
+  """The four per-replica stages, each ``vmap_sharded`` over replicas (shared data: None)."""
+  model = make_model(config)
+  class_task = jnp.asarray(_class_task(config))
+  steps, batch, lr = int(config.train_steps), int(config.batch_size), float(config.learning_rate)
+  opt = snv.freeze(optax.adam(lr))
+
+  def ce(params, x, y, active):
+    logits = _masked(model.apply(params, x), active)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y)
+
+  def train_one(params, frozen_N, head_K, anchor, omega, lam, protocol, task, seed_idx, key,
+                x_all, y_all):
+    x, y = x_all[seed_idx, task], y_all[seed_idx, task]
+    active = active_classes(class_task, task, protocol)
+    masks = trainable_masks(model, params, frozen_N, head_K)
+
+    def body(carry, t):
+      p, s, path = carry
+      idx = jax.random.randint(jax.random.fold_in(key, t), (batch,), 0, x.shape[0])
+      loss, g = jax.value_and_grad(lambda q: jnp.mean(ce(q, x[idx], y[idx], active)))(p)
+      total = jax.tree.map(lambda gi, pi, ai, wi: gi + lam * wi * (pi - ai), g, p, anchor, omega)
+      u, s = opt.update(total, s, p, trainable=masks)
+      return (optax.apply_updates(p, u), s, snv.si_path_step(path, g, u)), loss
+
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    (params, _, path), losses = jax.lax.scan(body, (params, opt.init(params), zeros),
+                                             jnp.arange(steps))
+    return params, path, losses
+
+  def game(mask_N, params, fill_N, x, y, active):
+    logits = _masked(model.apply(params, x, mask_N, fill_N), active)
+    return -jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y))
+
+  def shapley_one(params, protocol, task, seed_idx, key, x_all, y_all):
+    x, y = x_all[seed_idx, task], y_all[seed_idx, task]
+    _, pre = model.apply(params, x, hidden_out=True)
+    active = active_classes(class_task, task, protocol)
+    est = snv.tmc_shapley(game, (params, pre.mean(0), x, y, active), key,
+                          num_players=sum(model.hidden),
+                          num_permutations=int(config.num_permutations),
+                          tolerance=float(config.truncation), chunk=int(config.shapley_chunk))
+    return est.values_N, est.num_evaluations
+
+  def consolidate_one(params, start, path, omega, frozen_N, head_K, method, hyper, protocol,
+                      task, seed_idx, shap_N, key, xt_all, yt_all, xv_all):
+    x, y = xt_all[seed_idx, task], yt_all[seed_idx, task]
+    active = active_classes(class_task, task, protocol)
+    act_B = jnp.broadcast_to(active, (x.shape[0],) + active.shape)
+
+    def nll(p, ex):
+      xi, yi, ai = ex
+      return ce(p, xi[None], yi[None], ai)[0]
+
+    def out(p, ex):
+      xi, ai = ex
+      return jnp.where(ai, model.apply(p, xi[None])[0], 0.0)
+
+    m = method
+    fisher = snv.fisher_diagonal(nll, params, (x, y, act_B))
+    mas = snv.mas_importance(out, params, (x, act_B))
+    si = snv.si_importance(path, params, start, damping=float(config.si_damping))
+    add = jax.tree.map(lambda f, a, s: jnp.where(m == METHODS.index("ewc"), f,
+                                                 jnp.where(m == METHODS.index("mas"), a,
+                                                           jnp.where(m == METHODS.index("si"),
+                                                                     s, 0.0))),
+                       fisher, mas, si)
+    omega = jax.tree.map(jnp.add, omega, add)
+    xv = xv_all[seed_idx, task]
+    _, pre = model.apply(params, xv, hidden_out=True)
+    kernels = [params["params"][f"Dense_{i}"]["kernel"] for i in range(len(model.hidden))]
+    scores = jnp.stack([
+        jnp.concatenate([snv.magnitude_importance(k) for k in kernels]),
+        jax.random.uniform(key, (pre.shape[-1],)),
+        snv.activation_importance(jax.nn.relu(pre)),
+        shap_N])
+    score = scores[jnp.clip(m - METHODS.index("magnitude"), 0, 3)]
+    freezer = m >= METHODS.index("magnitude")
+    frozen_N = jnp.where(freezer, snv.top_fraction(score, hyper, frozen_N), frozen_N)
+    head_K = jnp.where(freezer, head_K | (class_task == task), head_K)
+    return omega, frozen_N, head_K, trainable_masks(model, params, frozen_N, head_K)
+
+  def evaluate_one(params, task, seed_idx, x_all, y_all):
+    x, y = x_all[seed_idx], y_all[seed_idx]  # (T, M, D), (T, M)
+    logits = jax.vmap(lambda xt: model.apply(params, xt))(x)  # (T, M, K)
+    tasks = jnp.arange(x.shape[0])
+    own = class_task[None, :] == tasks[:, None]  # (T, K)
+    seen = class_task <= task
+    til = jnp.argmax(_masked(logits, own[:, None, :]), -1) == y
+    cil = jnp.argmax(_masked(logits, seen), -1) == y
+    return til.mean(-1), cil.mean(-1)
+
+  vs = functools.partial(sharding.vmap_sharded, mesh=mesh)
+  return Fns(
+      train=vs(train_one, in_axes=(0,) * 10 + (None, None)),
+      shapley=vs(shapley_one, in_axes=(0,) * 5 + (None, None)),
+      consolidate=vs(consolidate_one, in_axes=(0,) * 13 + (None, None, None)),
+      evaluate=vs(evaluate_one, in_axes=(0, None, 0, None, None)))
+
+
+class Replicas(NamedTuple):
+  variants: list  # of Variant
+  protocol_R: np.ndarray
+  method_R: np.ndarray
+  hyper_R: np.ndarray
+  seed_R: np.ndarray  # index into the seeds' streams
+
+
+def replicas(config) -> Replicas:
+  vs = variants(config)
+  s = int(config.num_seeds)
+  rep = lambda f: np.repeat(np.asarray([f(v) for v in vs]), s)  # noqa: E731
+  return Replicas(vs, rep(lambda v: PROTOCOLS.index(v.protocol)).astype(np.int32),
+                  rep(lambda v: METHODS.index(v.method)).astype(np.int32),
+                  rep(lambda v: v.hyper).astype(np.float32),
+                  np.tile(np.arange(s), len(vs)).astype(np.int32))
+
+
+def _keys(config, stage: int, task: int, r: int):
+  base = jax.random.fold_in(jax.random.fold_in(jax.random.key(int(config.seed)), stage), task)
+  return jax.random.split(base, r)
+
+
+def run_stream(config, mesh, stream: continual.TaskStream, reps: Replicas):
+  """Every replica through every task. Returns test and validation accuracy matrices
+  ``(R, T after, T task)`` for both protocols, final losses, Shapley evaluation counts,
+  and the largest change of a frozen parameter after it froze."""
+  fns = make_fns(config, mesh)
+  model = make_model(config)
+  r, t_num = len(reps.seed_R), int(config.num_tasks)
+  init_keys = jax.random.split(jax.random.fold_in(jax.random.key(int(config.seed)), 99), r)
+  # replicas of one seed start from the same weights: variants differ only by method
+  init_keys = init_keys[reps.seed_R]
+  x0 = jnp.zeros((1, stream.x_train.shape[-1]))
+  params = jax.vmap(lambda k: model.init(k, x0))(init_keys)
+  n, k = sum(model.hidden), model.num_classes
+  frozen = jnp.zeros((r, n), bool)
+  head = jnp.zeros((r, k), bool)
+  omega = jax.tree.map(jnp.zeros_like, params)
+  anchor = params
+  snv_idx = np.flatnonzero(reps.method_R == METHODS.index("snv"))
+  acc = {f"{split}_{p}": np.zeros((r, t_num, t_num)) for split in ("test", "val")
+         for p in PROTOCOLS}
+  final_loss = np.zeros((r, t_num))
+  evals, shap_first = [], None
+  reference = jax.tree.map(lambda x: np.full(x.shape, np.nan, np.float32), params)
+  for t in range(t_num):
+    task = np.full((r,), t, np.int32)
+    params, path, losses = fns.train(params, frozen, head, anchor, omega, reps.hyper_R *
+                                     np.isin(reps.method_R, [METHODS.index(m) for m in
+                                                             PENALTIES]),
+                                     reps.protocol_R, task, reps.seed_R, _keys(config, 0, t, r),
+                                     stream.x_train, stream.y_train)
+    final_loss[:, t] = np.asarray(losses)[:, -max(1, int(config.train_steps) // 10):].mean(1)
+    for split, xs, ys in (("test", stream.x_test, stream.y_test),
+                          ("val", stream.x_val, stream.y_val)):
+      til, cil = fns.evaluate(params, np.int32(t), reps.seed_R, xs, ys)
+      acc[f"{split}_task"][:, t] = np.asarray(til)
+      acc[f"{split}_class"][:, t] = np.asarray(cil)
+    if t == t_num - 1:
+      break
+    shap = np.zeros((r, n), np.float32)
+    if len(snv_idx):
+      sub = jax.tree.map(lambda x: x[snv_idx], params)
+      values, n_eval = fns.shapley(sub, reps.protocol_R[snv_idx], task[snv_idx],
+                                   reps.seed_R[snv_idx], _keys(config, 1, t, len(snv_idx)),
+                                   stream.x_val, stream.y_val)
+      shap[snv_idx] = np.asarray(values)
+      evals.append(np.asarray(n_eval))
+      if shap_first is None:
+        shap_first = (jax.tree.map(lambda x: x[snv_idx[0]], params), int(reps.protocol_R[
+            snv_idx[0]]), int(reps.seed_R[snv_idx[0]]))
+    omega, frozen, head, masks = fns.consolidate(
+        params, anchor, path, omega, frozen, head, reps.method_R, reps.hyper_R, reps.protocol_R,
+        task, reps.seed_R, shap, _keys(config, 2, t, r), stream.x_train, stream.y_train,
+        stream.x_val)
+    # where an entry has just frozen, remember its value: it must never change again
+    reference = jax.tree.map(
+        lambda ref, m, p: np.where((np.asarray(m) == 0) & np.isnan(ref), np.asarray(p), ref),
+        reference, masks, params)
+    anchor = params
+  drift = max(float(np.nanmax(np.abs(np.where(np.isnan(ref), np.nan, np.asarray(p) - ref)),
+                              initial=0.0))
+              for ref, p in zip(jax.tree.leaves(reference), jax.tree.leaves(params)))
+  num_frozen = int(sum(np.sum(~np.isnan(ref)) for ref in jax.tree.leaves(reference)))
+  return acc, final_loss, evals, drift, num_frozen, np.asarray(frozen), shap_first
+
+
+def rank_stability(config, stream, first) -> tuple[float, float]:
+  """Spearman's rho between two estimator seeds on one trained network (SNV's first
+  valuation), and the efficiency gap of an untruncated estimate relative to v(N) - v(empty)."""
+  params, protocol, seed = first
+  model = make_model(config)
+  class_task = jnp.asarray(_class_task(config))
+  x, y = stream.x_val[seed, 0], stream.y_val[seed, 0]
+  _, pre = model.apply(params, x, hidden_out=True)
+  active = active_classes(class_task, 0, protocol)
+
+  def game(mask_N, p, fill_N, xx, yy, aa):
+    logits = _masked(model.apply(p, xx, mask_N, fill_N), aa)
+    return -jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, yy))
+
+  args = (params, pre.mean(0), x, y, active)
+  kw = dict(num_players=sum(model.hidden), num_permutations=int(config.num_permutations),
+            chunk=int(config.shapley_chunk))
+  a = snv.tmc_shapley(game, args, jax.random.key(1), tolerance=float(config.truncation), **kw)
+  b = snv.tmc_shapley(game, args, jax.random.key(2), tolerance=float(config.truncation), **kw)
+  full = snv.tmc_shapley(game, args, jax.random.key(3), tolerance=0.0, **kw)
+  n = sum(model.hidden)
+  total = float(game(jnp.ones(n), *args) - game(jnp.zeros(n), *args))
+  gap = abs(float(jnp.sum(full.values_N)) - total) / max(abs(total), 1e-12)
+  return float(snv.rank_correlation(a.values_N, b.values_N)), gap
+
+
+def final_average(acc_RxTxT: np.ndarray) -> np.ndarray:
+  """Average accuracy over all tasks after the last one, ``(R,)``."""
+  return acc_RxTxT[:, -1].mean(-1)
+
+
+def backward_transfer(acc_RxTxT: np.ndarray) -> np.ndarray:
+  """Mean over earlier tasks of (final accuracy - accuracy right after learning it)."""
+  t = acc_RxTxT.shape[1]
+  return np.mean([acc_RxTxT[:, -1, j] - acc_RxTxT[:, j, j] for j in range(t - 1)], axis=0)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+  """Trains every variant and seed through the stream, picks each method's hyperparameter
+  on validation, writes the figures and returns the metrics.
+
+  Per protocol ``p`` (``task``, ``class``) and method ``m``: ``p_m_acc`` (final average
+  test accuracy of the picked variant; mean over seeds) with ``_se``, ``p_m_bwt``,
+  ``p_m_pick`` (the picked hyperparameter); every grid point's ``p_m_<h>_val`` and
+  ``p_m_<h>_acc``. Per protocol: ``p_best_baseline`` (index into BASELINES of the
+  strongest buffer-free baseline), ``p_snv_gain`` (SNV minus it, paired over seeds)
+  with ``_se``; ``p_snv_vs_random`` and ``p_snv_vs_activation`` (paired gaps at SNV's
+  picked fraction) with ``_se``. Also ``rank_correlation``, ``efficiency_gap``,
+  ``frozen_drift`` (largest change of a frozen parameter, 0 when freezing holds),
+  ``num_frozen_entries``, ``shapley_evals`` (mean coalitions per valuation), and
+  ``snv_acc_matrix_<p>_<i>_<j>`` (SNV's mean test accuracy on task j after task i).
+  """
+  common_check(config)
+  mesh = sharding.config_mesh(config)
+  stream = make_stream(config)
+  reps = replicas(config)
+  acc, final_loss, evals, drift, num_frozen, frozen, first = run_stream(config, mesh, stream,
+                                                                        reps)
+  s = int(config.num_seeds)
+  names = [v.name for v in reps.variants]
+  metrics: dict[str, float] = {"num_seeds": s, "frozen_drift": drift,
+                               "num_frozen_entries": num_frozen,
+                               "final_loss_max": float(final_loss.max()),
+                               "shapley_evals": float(np.mean(evals)) if evals else 0.0}
+  per_variant = {}
+  for p_i, p in enumerate(PROTOCOLS):
+    final = final_average(acc[f"test_{p}"]).reshape(len(names), s)
+    val = final_average(acc[f"val_{p}"]).reshape(len(names), s)
+    bwt = backward_transfer(acc[f"test_{p}"]).reshape(len(names), s)
+    picks = {}
+    for m in METHODS:
+      rows = [i for i, v in enumerate(reps.variants) if v.protocol == p and v.method == m]
+      for i in rows:
+        h = reps.variants[i].hyper
+        metrics[f"{p}_{m}_{h:g}_val"] = float(val[i].mean())
+        metrics[f"{p}_{m}_{h:g}_acc"] = float(final[i].mean())
+      best = rows[int(np.argmax([val[i].mean() for i in rows]))]
+      picks[m] = best
+      metrics[f"{p}_{m}_pick"] = reps.variants[best].hyper
+      metrics[f"{p}_{m}_acc"] = float(final[best].mean())
+      metrics[f"{p}_{m}_acc_se"] = float(common.standard_error(final[best]))
+      metrics[f"{p}_{m}_bwt"] = float(bwt[best].mean())
+    strongest = int(np.argmax([final[picks[b]].mean() for b in BASELINES]))
+    gain = final[picks["snv"]] - final[picks[BASELINES[strongest]]]
+    metrics[f"{p}_best_baseline"] = strongest
+    metrics[f"{p}_snv_gain"] = float(gain.mean())
+    metrics[f"{p}_snv_gain_se"] = float(common.standard_error(gain))
+    c = reps.variants[picks["snv"]].hyper
+    for other in ("random", "activation"):
+      j = names.index(Variant(p, other, c).name)
+      d = final[picks["snv"]] - final[j]
+      metrics[f"{p}_snv_vs_{other}"] = float(d.mean())
+      metrics[f"{p}_snv_vs_{other}_se"] = float(common.standard_error(d))
+    rows = np.arange(picks["snv"] * s, picks["snv"] * s + s)
+    mat = acc[f"test_{p}"][rows].mean(0)
+    for i in range(mat.shape[0]):
+      for j in range(mat.shape[1]):
+        metrics[f"snv_acc_matrix_{p}_{i}_{j}"] = float(mat[i, j])
+    per_variant[p] = (final, picks)
+    metrics[f"{p}_snv_frozen_share"] = float(frozen[rows].mean())
+    del p_i
+  if first is not None:
+    metrics["rank_correlation"], metrics["efficiency_gap"] = rank_stability(config, stream, first)
+  plots.plot_methods(workdir, config, metrics)
+  plots.plot_matrix(workdir, config, metrics)
+  return metrics
+
+
+def common_check(config) -> None:
+  if config.batch_size < 1 or config.train_steps < 1:
+    raise ValueError("batch_size and train_steps must be >= 1")
+  fr = np.asarray(config.freeze_fractions, np.float64)
+  if fr.size == 0 or np.any(fr < 0) or np.any(fr > 1):
+    raise ValueError(f"config.freeze_fractions must be in [0, 1], got {tuple(fr)}")
+
+
+def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> list[results.Claim]:
+  """The paper's claims, from the config and :func:`run`'s metrics alone (pure).
+
+  ``class_il_gain`` and ``task_il_gain``: SNV's final average accuracy exceeds the
+  strongest buffer-free baseline's (fine-tuning, EWC, SI, MAS, magnitude freezing;
+  each at its picked hyperparameter) by more than 2 s.e. of the paired difference.
+  ``beats_random`` and ``beats_activation``: at SNV's picked fraction, freezing by
+  Shapley value beats freezing the same share at random / by activation, in the
+  task-IL protocol, by more than 2 s.e. (paired). Checks: ``frozen_bit_identical``
+  (no frozen parameter moved, exactly) and ``ranking_stable`` (two estimator seeds
+  rank neurons with Spearman's rho >= ``min_rank_correlation``).
+  """
+  m = metrics
+  n = int(m["num_seeds"])
+
+  def pm(key):
+    return f"{m[key]:.3f} +- {m[key + '_se']:.3f}"
+
+  def sig(key):
+    return m[key] > 0 and m[key] > 2 * m[key + "_se"]
+
+  out = []
+  for p, paper in (("class", "+2.88% over the second-best buffer-free method (ImageNet-1k)"),
+                   ("task", "+6.46% over the second-best buffer-free method (ImageNet-1k)")):
+    base = BASELINES[int(m[f"{p}_best_baseline"])]
+    out.append(results.Claim(
+        id=f"{p}_il_gain",
+        statement=f"SNV beats the buffer-free baselines in {p}-incremental learning",
+        paper=paper,
+        ours=(f"SNV {pm(f'{p}_snv_acc')} (c={m[f'{p}_snv_pick']:g}) vs the strongest baseline, "
+              f"{base}, {pm(f'{p}_{base}_acc')}: paired {100 * m[f'{p}_snv_gain']:+.2f} +- "
+              f"{100 * m[f'{p}_snv_gain_se']:.2f} points, split digits, {n} seeds"),
+        holds=bool(sig(f"{p}_snv_gain")), kind="paper"))
+  for other in ("random", "activation"):
+    key = f"task_snv_vs_{other}"
+    out.append(results.Claim(
+        id=f"beats_{other}",
+        statement=f"freezing by Shapley value beats freezing the same share by {other} scores",
+        paper="the valuation matters (ablation; no figure in the abstract)",
+        ours=(f"task-IL gap {100 * m[key]:+.2f} +- {100 * m[key + '_se']:.2f} points at "
+              f"c={m['task_snv_pick']:g} (class-IL {100 * m[f'class_snv_vs_{other}']:+.2f} +- "
+              f"{100 * m[f'class_snv_vs_{other}_se']:.2f})"),
+        holds=bool(sig(key)), kind="paper"))
+  out.append(results.Claim(
+      id="frozen_bit_identical",
+      statement="frozen parameters stay bit-identical through every later task (Adam)",
+      paper="by construction",
+      ours=f"largest change {m['frozen_drift']:g} over {int(m['num_frozen_entries'])} frozen "
+           "entries",
+      holds=bool(m["frozen_drift"] == 0.0 and m["num_frozen_entries"] > 0), kind="check"))
+  if "rank_correlation" in m:
+    out.append(results.Claim(
+        id="ranking_stable",
+        statement="two estimator seeds rank the neurons alike",
+        paper="(our check)",
+        ours=(f"Spearman {m['rank_correlation']:.3f} (threshold {config.min_rank_correlation:g}); "
+              f"untruncated efficiency gap {m['efficiency_gap']:.1e}"),
+        holds=bool(m["rank_correlation"] >= config.min_rank_correlation), kind="check"))
+  return out
+
+
+def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
+  """One task's training program over every replica at ``config``'s shapes.
+
+  With a key: concrete inputs (a random stream of the digits' shapes, weights from
+  ``model.init``, a third of the neurons frozen, importances drawn from it); with
+  None: ``jax.ShapeDtypeStruct`` args only.
+  """
+  reps = replicas(config)
+  r, s, t = len(reps.seed_R), int(config.num_seeds), int(config.num_tasks)
+  model = make_model(config)
+  n_tr = int(round(0.6 * 174)) * int(config.classes_per_task)
+  d = 64
+  params = jax.eval_shape(jax.vmap(lambda k: model.init(k, jnp.zeros((1, d)))),
+                          jax.eval_shape(lambda: jax.random.split(jax.random.key(0), r)))
+  n, k = sum(model.hidden), model.num_classes
+  shapes = ((r, n), (r, k))
+  if key is None:
+    sd = lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype)  # noqa: E731
+    args = (params, jax.ShapeDtypeStruct(shapes[0], jnp.bool_),
+            jax.ShapeDtypeStruct(shapes[1], jnp.bool_), params, params,
+            jax.ShapeDtypeStruct((r,), jnp.float32), jax.ShapeDtypeStruct((r,), jnp.int32),
+            jax.ShapeDtypeStruct((r,), jnp.int32), jax.ShapeDtypeStruct((r,), jnp.int32),
+            jax.eval_shape(lambda: jax.random.split(jax.random.key(0), r)),
+            jax.ShapeDtypeStruct((s, t, n_tr, d), jnp.float32),
+            jax.ShapeDtypeStruct((s, t, n_tr), jnp.int32))
+    args = jax.tree.map(sd, args)
+  else:
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)))
+    p = jax.vmap(lambda kk: model.init(kk, jnp.zeros((1, d))))(jax.random.split(key, r))
+    draw = lambda shape: rng.normal(size=shape).astype(np.float32)  # noqa: E731
+    anchor = jax.tree.map(lambda x: x + 0.01 * draw(x.shape), p)
+    omega = jax.tree.map(lambda x: np.abs(draw(x.shape)), p)
+    args = (p, rng.random(shapes[0]) < 0.3, rng.random(shapes[1]) < 0.3, anchor, omega,
+            reps.hyper_R, reps.protocol_R, rng.integers(0, t, r).astype(np.int32), reps.seed_R,
+            jax.random.split(key, r), rng.random((s, t, n_tr, d)).astype(np.float32),
+            rng.integers(0, k, (s, t, n_tr)).astype(np.int32))
+
+  def build(mesh):
+    return make_fns(config, mesh).train
+
+  return sharding.Step(build, args)
