@@ -21,6 +21,7 @@ PAPERS: tuple[str, ...] = (
     "tail_sched",
     "oce",
     "causal_dpo",
+    "snv",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -35,7 +36,8 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # function; tail_sched trains nothing: it simulates), and del_no, gwcn and causal_dpo
 # train seed replicas inside one compiled program
 # (``train.fit_replicas``, ``train.fit_full_batch``: seconds to minutes at every
-# scale), which a killed run recomputes from the start. oce trains its generator with
+# scale), which a killed run recomputes from the start; so does snv, whose variants
+# and seeds train through each task as one scanned program (under a minute in all). oce trains its generator with
 # ``train.fit`` (checkpointed; its stop-and-resume test is in-process, see
 # ``tests/experiments/test_launcher.py``'s RESUME_TESTS); what follows is minutes.
 CHECKPOINTED: tuple[str, ...] = ("fno", "oce")
