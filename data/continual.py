@@ -1,6 +1,7 @@
 """Class-split task streams for continual learning, from images that ship with scikit-learn.
 
-``digits_stream`` cuts scikit-learn's 1,797 handwritten digits (8 x 8) into
+``permuted_digits_stream`` gives every task all ten digits under its own pixel
+permutation. ``digits_stream`` cuts scikit-learn's 1,797 handwritten digits (8 x 8) into
 ``num_tasks`` tasks of ``classes_per_task`` classes each (the "split" benchmark
 protocol, as Split-MNIST does with MNIST), with the same number of examples in every
 task (each class cut to the rarest class's count, so tasks stack into one array) and
@@ -73,6 +74,26 @@ def digits_stream(num_tasks: int = 5, classes_per_task: int = 2, seed: int = 0,
   x, y = datasets.load_digits(return_X_y=True)
   classes = np.arange(num_tasks * classes_per_task).reshape(num_tasks, classes_per_task)
   return split_by_class(x / 16.0, y, classes, fractions, seed)
+
+
+def permuted_digits_stream(num_tasks: int = 5, seed: int = 0,
+                           fractions: Sequence[float] = (0.6, 0.2, 0.2)) -> TaskStream:
+  """Permuted digits: every task holds all ten digits with its own fixed pixel permutation
+  (task 0 the identity), as Permuted-MNIST does; task t's classes are ``10 t .. 10 t + 9``.
+
+  The tasks share no input statistics, so a network that is not protected forgets by
+  overwriting the same weights; class-IL must also tell the tasks apart (50 classes).
+  """
+  if not 1 <= num_tasks <= 20:
+    raise ValueError(f"num_tasks must be in 1..20, got {num_tasks}")
+  from sklearn import datasets  # pylint: disable=g-import-not-at-top
+  x, y = datasets.load_digits(return_X_y=True)
+  rng = np.random.default_rng(10_000 + seed)
+  perms = [np.arange(x.shape[1])] + [rng.permutation(x.shape[1]) for _ in range(num_tasks - 1)]
+  xs = np.concatenate([x[:, p] / 16.0 for p in perms])
+  ys = np.concatenate([y + 10 * t for t in range(num_tasks)])
+  classes = np.arange(10 * num_tasks).reshape(num_tasks, 10)
+  return split_by_class(xs, ys, classes, fractions, seed)
 
 
 def stack_streams(streams: Sequence[TaskStream]) -> TaskStream:

@@ -57,12 +57,13 @@ from reprojax.experiments.snv import plots
 from reprojax.models import maskable_mlp
 
 _POS = (0.5, float("inf"))
-CONFIG_RANGES = {"num_tasks": (2, 10), "classes_per_task": (1, 5), "train_steps": _POS,
+CONFIG_RANGES = {"num_tasks": (1.5, 20.5), "classes_per_task": (0.5, 10.5), "train_steps": _POS,
                  "batch_size": _POS, "learning_rate": (0.0, float("inf")),
                  "num_permutations": (2, float("inf")), "truncation": (0.0, 1.0),
                  "shapley_chunk": _POS, "si_damping": (0.0, float("inf"))}
 
 PROTOCOLS = ("task", "class")
+STREAMS = {"digits": "split digits", "permuted_digits": "permuted digits"}
 PENALTIES = ("ewc", "si", "mas")
 FREEZERS = ("magnitude", "random", "activation", "snv")
 METHODS = ("finetune",) + PENALTIES + FREEZERS
@@ -92,11 +93,19 @@ def variants(config) -> list[Variant]:
 
 def make_stream(config) -> continual.TaskStream:
   """The seeds' splits stacked: every array ``(S, T, ...)``; classes ``(S, T, C)``."""
-  if config.dataset != "digits":
-    raise ValueError(f"config.dataset must be 'digits', got {config.dataset!r}")
-  return continual.stack_streams([
-      continual.digits_stream(int(config.num_tasks), int(config.classes_per_task), seed=s)
-      for s in range(int(config.seed), int(config.seed) + int(config.num_seeds))])
+  seeds = range(int(config.seed), int(config.seed) + int(config.num_seeds))
+  if config.dataset == "digits":
+    streams = [continual.digits_stream(int(config.num_tasks), int(config.classes_per_task),
+                                       seed=s) for s in seeds]
+  elif config.dataset == "permuted_digits":
+    if int(config.classes_per_task) != 10:
+      raise ValueError(f"permuted_digits has 10 classes per task; set config.classes_per_task"
+                       f"=10, got {config.classes_per_task}")
+    streams = [continual.permuted_digits_stream(int(config.num_tasks), seed=s) for s in seeds]
+  else:
+    raise ValueError(f"config.dataset must be 'digits' or 'permuted_digits', got "
+                     f"{config.dataset!r}")
+  return continual.stack_streams(streams)
 
 
 def make_model(config) -> maskable_mlp.MaskableMLP:
@@ -475,7 +484,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
         paper=paper,
         ours=(f"SNV {pm(f'{p}_snv_acc')} (c={m[f'{p}_snv_pick']:g}) vs the strongest baseline, "
               f"{base}, {pm(f'{p}_{base}_acc')}: paired {100 * m[f'{p}_snv_gain']:+.2f} +- "
-              f"{100 * m[f'{p}_snv_gain_se']:.2f} points, split digits, {n} seeds"),
+              f"{100 * m[f'{p}_snv_gain_se']:.2f} points, {STREAMS[config.dataset]}, {n} seeds"),
         holds=bool(sig(f"{p}_snv_gain")), kind="paper"))
   for other in ("random", "activation"):
     key = f"task_snv_vs_{other}"

@@ -20,7 +20,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.num_seeds = 10
   c.mesh = ml_collections.ConfigDict({"data": -1})  # axis name -> size (-1: the rest)
   # --- the stream (data/continual.py)
-  c.dataset = "digits"
+  c.dataset = "digits"  # or "permuted_digits" (then classes_per_task = 10)
   c.num_tasks = 5
   c.classes_per_task = 2
   # --- the network (models/maskable_mlp.py) and its training on each task
