@@ -21,6 +21,11 @@ def test_digits_stream_is_split_by_class_without_overlap():
   assert 0.0 <= s.x_train.min() and s.x_train.max() <= 1.0
   with pytest.raises(ValueError, match="num_tasks"):
     continual.digits_stream(num_tasks=6, classes_per_task=2)
+  p = continual.permuted_digits_stream(num_tasks=3, seed=0)
+  assert p.x_train.shape == (3, 10 * 104, 64) and p.classes_TxC[2].tolist() == list(range(20, 30))
+  # task 1 is task 0's digits with one fixed pixel order: its pixels' mean image is a permutation
+  m0, m1 = p.x_train[0].mean(0), p.x_train[1].mean(0)
+  assert not np.allclose(m0, m1) and np.allclose(np.sort(m0), np.sort(m1), atol=0.05)
   with pytest.raises(ValueError, match="fractions"):
     continual.split_by_class(s.x_train[0], s.y_train[0], s.classes_TxC[:1], (0.5, 0.5))
 
