@@ -11,9 +11,10 @@ cross-entropy of 70 validation examples with the neurons outside it mean-ablated
 jitted game once per coalition, as a per-coalition implementation (the authors'
 PyTorch estimator runs one forward pass per coalition) does. The outputs must agree.
 
-Avalanche's EWC, SI and MAS strategies (the usual peer for the baselines) need
-PyTorch, which is not a dependency of the suite and is not installed here, so
-they are not timed.
+Avalanche's EWC, SI and MAS strategies (the usual peer for the baselines) are not
+timed: the bench extra has PyTorch (for the FNO row), but avalanche-lib brings
+torchvision and a dozen further packages and pins of its own, and its strategies time
+a whole training loop rather than the valuation, which is what this row is about.
 """
 
 from __future__ import annotations
