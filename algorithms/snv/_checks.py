@@ -13,15 +13,11 @@ from reprojax.algorithms import _common
 
 def check_tree(name: str, tree: Any, *, kind: str = "number") -> Any:
   """Every leaf an array (not a list) of ``kind`` values; concrete floats finite."""
-  leaves, treedef = jax.tree.flatten(tree, is_leaf=lambda x: isinstance(x, (list, tuple)) and
-                                     not x or isinstance(x, list))
+  leaves, treedef = jax.tree.flatten(tree, is_leaf=lambda x: isinstance(x, list))
   out = []
-  for path, x in zip(range(len(leaves)), leaves):
-    del path
-    if isinstance(x, list):
-      raise ValueError(f"{name} must hold arrays, got a list leaf")
-    if not hasattr(x, "shape") and not isinstance(x, (int, float, np.generic)):
-      raise ValueError(f"{name} must hold arrays, got {type(x).__name__}")
+  for x in leaves:
+    if isinstance(x, list) or not (hasattr(x, "shape") or isinstance(x, (int, float, np.generic))):
+      raise ValueError(f"{name} must hold arrays, got a {type(x).__name__} leaf")
     out.append(_common.check_array(name, x, kind=kind))
   return jax.tree.unflatten(treedef, out)
 

@@ -206,7 +206,7 @@ def make_fns(config, mesh) -> Fns:
       xi, ai = ex
       return jnp.where(ai, model.apply(p, xi[None])[0], 0.0)
 
-    m = method
+    m = method  # every importance is computed for every replica (cheap here), one kept
     fisher = snv.fisher_diagonal(nll, params, (x, y, act_B))
     mas = snv.mas_importance(out, params, (x, act_B))
     si = snv.si_importance(path, params, start, damping=float(config.si_damping))
@@ -400,8 +400,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                "num_frozen_entries": num_frozen,
                                "final_loss_max": float(final_loss.max()),
                                "shapley_evals": float(np.mean(evals)) if evals else 0.0}
-  per_variant = {}
-  for p_i, p in enumerate(PROTOCOLS):
+  for p in PROTOCOLS:
     final = final_average(acc[f"test_{p}"]).reshape(len(names), s)
     val = final_average(acc[f"val_{p}"]).reshape(len(names), s)
     bwt = backward_transfer(acc[f"test_{p}"]).reshape(len(names), s)
@@ -434,9 +433,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     for i in range(mat.shape[0]):
       for j in range(mat.shape[1]):
         metrics[f"snv_acc_matrix_{p}_{i}_{j}"] = float(mat[i, j])
-    per_variant[p] = (final, picks)
     metrics[f"{p}_snv_frozen_share"] = float(frozen[rows].mean())
-    del p_i
   if first is not None:
     metrics["rank_correlation"], metrics["efficiency_gap"] = rank_stability(config, stream, first)
   plots.plot_methods(workdir, config, metrics)
