@@ -136,23 +136,19 @@ def _quadratic(params, anchor, importance):
 def activation_importance(activations_BxN: Any) -> jax.Array:
   """Mean |activation| of each neuron over the examples, ``(N,)``."""
   a = _common.check_arrays({"activations_BxN": activations_BxN})["activations_BxN"]
-  return _abs_mean(a)
-
-
-@jax.jit
-def _abs_mean(a_BxN):
-  return jnp.mean(jnp.abs(a_BxN), axis=0)
+  return _column_abs(a, mean=True)
 
 
 def magnitude_importance(kernel_IxO: Any) -> jax.Array:
   """L1 norm of each output neuron's incoming weights, ``(O,)``."""
   k = _common.check_arrays({"kernel_IxO": kernel_IxO})["kernel_IxO"]
-  return _l1_cols(k)
+  return _column_abs(k, mean=False)
 
 
-@jax.jit
-def _l1_cols(k_IxO):
-  return jnp.sum(jnp.abs(k_IxO), axis=0)
+@functools.partial(jax.jit, static_argnames=("mean",))
+def _column_abs(x, mean: bool):
+  a = jnp.abs(x)
+  return jnp.mean(a, axis=0) if mean else jnp.sum(a, axis=0)
 
 
 def rank_correlation(a_N: Any, b_N: Any) -> jax.Array:
