@@ -35,6 +35,13 @@ def check_like(name: str, tree: Any, like: Any, like_name: str) -> Any:
   return tree
 
 
+def check_trees(first: tuple[str, Any], *others: tuple[str, Any]) -> tuple:
+  """``first`` a tree of finite float arrays; each of ``others`` (name, tree) like it."""
+  name, tree = first
+  tree = check_tree(name, tree, kind="float")
+  return (tree,) + tuple(check_like(n, t, tree, name) for n, t in others)
+
+
 def probe_scalar(what: str, fn: Callable[..., Any], *args) -> None:
   """``fn(*args)`` traces to one 0-d value, else ``ValueError`` naming ``what``."""
   if not callable(fn):

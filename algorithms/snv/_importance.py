@@ -91,10 +91,7 @@ def mas_importance(output_fn: Callable[[Any, Any], jax.Array], params: Any, batc
 
 def si_path_step(path: Any, grads: Any, delta: Any) -> Any:
   """SI's running path integral after one step: ``path - grads * delta`` (pytrees alike)."""
-  path = _checks.check_tree("path", path, kind="float")
-  grads = _checks.check_like("grads", grads, path, "path")
-  delta = _checks.check_like("delta", delta, path, "path")
-  return _si_step(path, grads, delta)
+  return _si_step(*_checks.check_trees(("path", path), ("grads", grads), ("delta", delta)))
 
 
 @jax.jit
@@ -104,9 +101,8 @@ def _si_step(path, grads, delta):
 
 def si_importance(path: Any, params_end: Any, params_start: Any, damping: Any = 0.1) -> Any:
   """SI's per-task importance ``path / ((params_end - params_start)^2 + damping)``."""
-  params_end = _checks.check_tree("params_end", params_end, kind="float")
-  path = _checks.check_like("path", path, params_end, "params_end")
-  params_start = _checks.check_like("params_start", params_start, params_end, "params_end")
+  params_end, path, params_start = _checks.check_trees(
+      ("params_end", params_end), ("path", path), ("params_start", params_start))
   if np.ndim(damping) != 0:
     raise ValueError(f"damping must be a scalar, got shape {np.shape(damping)}")
   damping = _common.check_array("damping", damping, scalars=True)
@@ -121,10 +117,8 @@ def _si(path, params_end, params_start, damping):
 
 def quadratic_penalty(params: Any, anchor: Any, importance: Any) -> jax.Array:
   """``sum omega (theta - theta*)^2`` over every parameter (EWC, SI and MAS alike)."""
-  params = _checks.check_tree("params", params, kind="float")
-  anchor = _checks.check_like("anchor", anchor, params, "params")
-  importance = _checks.check_like("importance", importance, params, "params")
-  return _quadratic(params, anchor, importance)
+  return _quadratic(*_checks.check_trees(("params", params), ("anchor", anchor),
+                                         ("importance", importance)))
 
 
 @jax.jit
