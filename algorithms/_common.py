@@ -46,6 +46,9 @@ class Example(NamedTuple):
   # True for elementwise functions whose arguments broadcast (one of them given a
   # leading axis of 2 may leave an output that does not depend on it as it was).
   broadcasts: bool = False
+  # True where an output may hold +inf by definition (the death of an essential class
+  # in a persistence diagram); NaN and -inf still fail the common and fuzz tests.
+  inf_outputs: bool = False
 
 
 def is_concrete(x: Any) -> bool:

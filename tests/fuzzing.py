@@ -217,7 +217,8 @@ def verdict(ex, slug: str, args, base_out, m: Mutation) -> str | None:
   finally:
     faulthandler.cancel_dump_traceback_later()
   bad = [p for p, x in jax.tree_util.tree_leaves_with_path(out)
-         if np.asarray(x).dtype.kind in "fc" and not np.all(np.isfinite(np.asarray(x)))]
+         if np.asarray(x).dtype.kind in "fc" and not np.all(
+             np.isfinite(np.asarray(x)) | (ex.inf_outputs & (np.asarray(x) == np.inf)))]
   if bad:
     return f"{what}: non-finite output at {jax.tree_util.keystr(bad[0])}, no error"
   if jax.tree.structure(out) != jax.tree.structure(base_out):

@@ -1,0 +1,93 @@
+"""llm4ph's persistence engine against gudhi on random filtered graphs (ties included),
+against networkx's components, and against the Euler characteristic."""
+
+import collections
+
+import gudhi
+import networkx as nx
+import numpy as np
+import pytest
+
+from reprojax.algorithms import llm4ph
+
+
+def _random_graph(rng):
+  v = int(rng.integers(3, 13))
+  pairs = [(a, b) for a in range(v) for b in range(a + 1, v)]
+  p = rng.uniform(0.2, 0.9)
+  edges = np.array([e for e in pairs if rng.random() < p] or [pairs[0]], np.int32)
+  vv = rng.integers(0, 3, v).astype(np.float32)  # few values: many ties
+  raw = rng.integers(0, 6, len(edges)).astype(np.float32)
+  ev = np.maximum(raw, np.maximum(vv[edges[:, 0]], vv[edges[:, 1]]))
+  return edges, ev, vv
+
+
+def _gudhi(edges, ev, vv):
+  st = gudhi.SimplexTree()
+  for i, f in enumerate(vv):
+    st.insert([i], filtration=float(f))
+  for (a, b), f in zip(edges, ev):
+    st.insert([int(a), int(b)], filtration=float(f))
+  st.expansion(2)
+  st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
+  return [np.asarray(st.persistence_intervals_in_dimension(d)).reshape(-1, 2) for d in (0, 1, 2)]
+
+
+def _points(d):
+  """Finite-length points as a multiset, and the number of essential ones."""
+  d = np.asarray(d, np.float64)
+  d = d[np.asarray(llm4ph.positive_mask(d.astype(np.float32)))]
+  return collections.Counter(map(tuple, d[np.isfinite(d[:, 1])])), int(np.sum(np.isinf(d[:, 1])))
+
+
+def test_diagrams_equal_gudhi_on_300_random_filtered_graphs():
+  rng = np.random.default_rng(0)
+  for _ in range(300):
+    edges, ev, vv = _random_graph(rng)
+    ph = llm4ph.clique_persistence(edges, ev, vv)
+    g0, g1, g2 = _gudhi(edges, ev, vv)
+    assert _points(ph.h0_Px2) == _points(g0)
+    assert _points(ph.h1_Qx2) == _points(g1)
+    assert ph.betti2 == int(np.sum(np.isinf(g2[:, 1])))
+    # Euler characteristic of the 2-skeleton = alternating sum of its Betti numbers
+    b0, b1 = int(np.sum(np.isinf(ph.h0_Px2[:, 1]))), int(np.sum(np.isinf(ph.h1_Qx2[:, 1])))
+    assert len(vv) - len(edges) + ph.num_triangles == b0 - b1 + ph.betti2
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(vv)))
+    graph.add_edges_from(map(tuple, edges))
+    assert b0 == nx.number_connected_components(graph)
+
+
+def test_h0_in_jax_equals_gudhi_vmapped_over_graphs_padded_with_self_loops():
+  """300 graphs padded to one size (self-loops, isolated vertices): one compile, each
+  diagram gudhi's and the host's."""
+  rng = np.random.default_rng(1)
+  graphs = [_random_graph(rng) for _ in range(300)]
+  v, e = 12, 66
+  batch = []
+  for edges, ev, vv in graphs:
+    vv_p = np.concatenate([vv, np.zeros(v - len(vv), np.float32)])
+    pad = e - len(edges)
+    batch.append((np.concatenate([edges, np.zeros((pad, 2), np.int32)]),
+                  np.concatenate([ev, np.full(pad, vv_p[0], np.float32)]), vv_p))
+  got = np.asarray(llm4ph.h0_persistence(*(np.stack(x) for x in zip(*batch))))
+  for (edges, ev, vv), dgm in zip(graphs, got):
+    assert np.all(np.isinf(dgm[len(vv):, 1]))  # padding vertices stay apart
+    assert _points(dgm[:len(vv)]) == _points(_gudhi(edges, ev, vv)[0])
+    np.testing.assert_array_equal(dgm[:len(vv)], llm4ph.clique_persistence(edges, ev, vv).h0_Px2)
+
+
+def test_betti_numbers_count_the_points_alive():
+  d = np.array([[0.0, 1.0], [0.0, np.inf], [0.5, 0.5], [1.0, 3.0]], np.float32)
+  np.testing.assert_array_equal(llm4ph.betti_numbers(d, np.array([0.0, 0.5, 1.0, 3.0])),
+                                [2, 2, 2, 1])
+
+
+def test_bad_input():
+  e = np.array([[0, 1], [1, 2]], np.int32)
+  with pytest.raises(ValueError, match="not monotone"):
+    llm4ph.h0_persistence(e, np.array([0.0, 0.0], np.float32), np.array([0.0, 1.0, 0.0]))
+  with pytest.raises(ValueError, match="edges_Ex2"):
+    llm4ph.h0_persistence(e + 5, np.ones(2, np.float32), np.zeros(3, np.float32))
+  with pytest.raises(ValueError, match="repeat"):
+    llm4ph.clique_persistence(np.array([[0, 1], [1, 0]]), np.ones(2), np.zeros(2))
