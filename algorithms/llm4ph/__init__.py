@@ -8,6 +8,7 @@ Public API::
     dgm_Vx2 = llm4ph.h0_persistence(edges_Ex2, edge_values_E, vertex_values_V)  # jit, vmap
     ph = llm4ph.clique_persistence(edges_Ex2, edge_values_E, vertex_values_V)   # H0, H1 (host)
     b_T = llm4ph.betti_numbers(ph.h1_Qx2, thresholds_T)
+    d = llm4ph.bottleneck_distance(ph.h1_Qx2, other.h1_Qx2)                   # exact (host)
 
 References:
   LLM4PH: multi-scale structural reasoning through persistent homology. ICML 2026.
@@ -16,12 +17,13 @@ References:
 
 from reprojax.algorithms.llm4ph._persistence import CliquePersistence
 from reprojax.algorithms.llm4ph._persistence import betti_numbers
+from reprojax.algorithms.llm4ph._persistence import bottleneck_distance
 from reprojax.algorithms.llm4ph._persistence import clique_persistence
 from reprojax.algorithms.llm4ph._persistence import h0_persistence
 from reprojax.algorithms.llm4ph._persistence import positive_mask
 
-__all__ = ("CliquePersistence", "betti_numbers", "clique_persistence", "h0_persistence",
-           "positive_mask")
+__all__ = ("CliquePersistence", "betti_numbers", "bottleneck_distance", "clique_persistence",
+           "h0_persistence", "positive_mask")
 
 
 def examples():

@@ -10,6 +10,7 @@ import numpy as np
 
 from reprojax.algorithms._common import Example
 from reprojax.algorithms.llm4ph import betti_numbers
+from reprojax.algorithms.llm4ph import bottleneck_distance
 from reprojax.algorithms.llm4ph import clique_persistence
 from reprojax.algorithms.llm4ph import h0_persistence
 from reprojax.algorithms.llm4ph import positive_mask
@@ -41,6 +42,12 @@ EXAMPLES = (
     Example(name="positive_mask", fn=positive_mask,
             make_args=lambda key: (h0_persistence(*_graph(key)),),
             bad_args=(np.full((_V, 2), np.nan, np.float32),)),
+    Example(name="bottleneck_distance", fn=bottleneck_distance,
+            make_args=lambda key: tuple(np.asarray(h0_persistence(*_graph(k)))
+                                        for k in jax.random.split(key)),
+            bad_args=(np.full((_V, 2), np.nan), np.zeros((_V, 2))),
+            jittable=False, vmappable=False, free_sizes=(_V,),  # the diagrams' sizes are free
+            inf_outputs=True),  # inf: their numbers of essential classes differ
     Example(name="betti_numbers", fn=betti_numbers,
             make_args=lambda key: (h0_persistence(*_graph(key)),
                                    jnp.linspace(0.0, 2.0, _T)),

@@ -215,3 +215,57 @@ def betti_numbers(diagram_Px2: Any, thresholds_T: Any) -> jax.Array:
 def _betti(d_Px2, t_T):
   alive = (d_Px2[None, :, 0] <= t_T[:, None]) & (t_T[:, None] < d_Px2[None, :, 1])
   return jnp.sum(alive, axis=1, dtype=jnp.int32)
+
+
+def bottleneck_distance(diagram_a_Px2: Any, diagram_b_Qx2: Any) -> float:
+  """The exact bottleneck distance between two persistence diagrams (host numpy).
+
+  Finite points may be matched to each other (L-infinity distance) or to the diagonal
+  (half their persistence); points of zero persistence are dropped. Essential points
+  (death ``inf``) match only each other, by birth: the distance is ``inf`` when their
+  counts differ, else the largest gap between the sorted births. The finite part is
+  the smallest candidate value (a pairwise or a diagonal distance) at which the
+  usual bipartite graph (each diagram's points plus the other's diagonal
+  projections) has a perfect matching, found by binary search over the sorted
+  candidates with scipy's maximum bipartite matching.
+  """
+  import scipy.sparse  # pylint: disable=g-import-not-at-top
+  from scipy.sparse import csgraph  # pylint: disable=g-import-not-at-top
+  arrays = _common.check_arrays({"diagram_a_Px2": diagram_a_Px2, "diagram_b_Qx2": diagram_b_Qx2},
+                                empty_ok=("diagram_a_Px2", "diagram_b_Qx2"),
+                                inf_ok=("diagram_a_Px2", "diagram_b_Qx2"))
+  a, b = (np.asarray(arrays[k], np.float64) for k in ("diagram_a_Px2", "diagram_b_Qx2"))
+  if np.any(np.isinf(a[:, 0])) or np.any(np.isinf(b[:, 0])):
+    raise ValueError("diagram births must be finite")
+  a, b = a[a[:, 1] > a[:, 0]], b[b[:, 1] > b[:, 0]]
+  ea, eb = np.sort(a[np.isinf(a[:, 1]), 0]), np.sort(b[np.isinf(b[:, 1]), 0])
+  if len(ea) != len(eb):
+    return float("inf")
+  essential = float(np.max(np.abs(ea - eb))) if len(ea) else 0.0
+  a, b = a[np.isfinite(a[:, 1])], b[np.isfinite(b[:, 1])]
+  p, q = len(a), len(b)
+  if p + q == 0:
+    return essential
+  # cost matrix of the (p + q) x (q + p) bipartite graph: a's points and b's projections
+  # on one side, b's points and a's projections on the other
+  n = p + q
+  cost = np.full((n, n), np.inf)
+  half_a, half_b = (a[:, 1] - a[:, 0]) / 2, (b[:, 1] - b[:, 0]) / 2
+  cost[:p, :q] = np.max(np.abs(a[:, None, :] - b[None, :, :]), axis=-1)
+  cost[:p, q:] = np.where(np.eye(p, dtype=bool), half_a[:, None], np.inf)
+  cost[p:, :q] = np.where(np.eye(q, dtype=bool), half_b[None, :], np.inf)
+  cost[p:, q:] = 0.0  # diagonal to diagonal
+  candidates = np.unique(cost[np.isfinite(cost)])
+
+  def perfect(t):
+    graph = scipy.sparse.csr_matrix(cost <= t)
+    return np.all(csgraph.maximum_bipartite_matching(graph, perm_type="column") >= 0)
+
+  lo, hi = 0, len(candidates) - 1
+  while lo < hi:
+    mid = (lo + hi) // 2
+    if perfect(candidates[mid]):
+      hi = mid
+    else:
+      lo = mid + 1
+  return max(essential, float(candidates[lo]))

@@ -77,6 +77,28 @@ def test_h0_in_jax_equals_gudhi_vmapped_over_graphs_padded_with_self_loops():
     np.testing.assert_array_equal(dgm[:len(vv)], llm4ph.clique_persistence(edges, ev, vv).h0_Px2)
 
 
+def test_bottleneck_distance_equals_gudhi():
+  """Against gudhi's default mode (e = the smallest positive double). Its exact mode
+  (e = 0) is no reference: on the pair below it returns 2.2886 (gudhi 3.13), although
+  sending every point to the diagonal already costs 1.2356, which is the answer."""
+  a = np.array([[1.0, 2.25300128], [0.0, 2.47123992], [0.0, 2.13282533], [0.0, 1.34163161]])
+  b = np.array([[2.23345973, 2.28198422], [2.28861765, 2.39566412], [2.45162582, 4.40796795],
+                [3.07850105, 3.12044689], [1.1954721, 1.1954721]])
+  np.testing.assert_allclose(llm4ph.bottleneck_distance(a, b), (2.47123992 - 0.0) / 2, rtol=1e-12)
+  rng = np.random.default_rng(2)
+  for _ in range(100):
+    d = []
+    for _ in range(2):
+      edges, ev, vv = _random_graph(rng)
+      ph = llm4ph.clique_persistence(edges, ev + rng.uniform(0, 0.5, len(ev)), vv)
+      d.append(ph.h1_Qx2 if rng.random() < 0.5 else ph.h0_Px2)
+    finite = [x[np.isfinite(x[:, 1])] for x in d]
+    for pair in (finite, d):  # finite points only, then with essential classes
+      np.testing.assert_allclose(llm4ph.bottleneck_distance(*pair),
+                                 gudhi.bottleneck_distance(*pair), rtol=1e-9)
+  assert llm4ph.bottleneck_distance(np.array([[0.0, np.inf]]), np.zeros((0, 2))) == np.inf
+
+
 def test_betti_numbers_count_the_points_alive():
   d = np.array([[0.0, 1.0], [0.0, np.inf], [0.5, 0.5], [1.0, 3.0]], np.float32)
   np.testing.assert_array_equal(llm4ph.betti_numbers(d, np.array([0.0, 0.5, 1.0, 3.0])),
