@@ -21,9 +21,10 @@ from reprojax.algorithms.llm4ph._persistence import bottleneck_distance
 from reprojax.algorithms.llm4ph._persistence import clique_persistence
 from reprojax.algorithms.llm4ph._persistence import h0_persistence
 from reprojax.algorithms.llm4ph._persistence import positive_mask
+from reprojax.algorithms.llm4ph._persistence import wasserstein_distance
 
 __all__ = ("CliquePersistence", "betti_numbers", "bottleneck_distance", "clique_persistence",
-           "h0_persistence", "positive_mask")
+           "h0_persistence", "positive_mask", "wasserstein_distance")
 
 
 def examples():

@@ -14,6 +14,7 @@ from reprojax.algorithms.llm4ph import bottleneck_distance
 from reprojax.algorithms.llm4ph import clique_persistence
 from reprojax.algorithms.llm4ph import h0_persistence
 from reprojax.algorithms.llm4ph import positive_mask
+from reprojax.algorithms.llm4ph import wasserstein_distance
 
 _V, _E, _T = 5, 7, 3  # distinct sizes, so an axis that grows alone is a mismatch
 # a 5-cycle with two chords: fixed edges, random values (each edge >= its endpoints)
@@ -48,6 +49,12 @@ EXAMPLES = (
             bad_args=(np.full((_V, 2), np.nan), np.zeros((_V, 2))),
             jittable=False, vmappable=False, free_sizes=(_V,),  # the diagrams' sizes are free
             inf_outputs=True),  # inf: their numbers of essential classes differ
+    Example(name="wasserstein_distance",
+            fn=lambda a, b: wasserstein_distance(a, b, order=2.0),
+            make_args=lambda key: tuple(np.asarray(h0_persistence(*_graph(k)))
+                                        for k in jax.random.split(key)),
+            bad_args=(np.zeros((_V, 3)), np.zeros((_V, 2))),
+            jittable=False, vmappable=False, free_sizes=(_V,), inf_outputs=True),
     Example(name="betti_numbers", fn=betti_numbers,
             make_args=lambda key: (h0_persistence(*_graph(key)),
                                    jnp.linspace(0.0, 2.0, _T)),

@@ -2,8 +2,10 @@
 against networkx's components, and against the Euler characteristic."""
 
 import collections
+import itertools
 
 import gudhi
+import gudhi.hera
 import networkx as nx
 import numpy as np
 import pytest
@@ -96,7 +98,46 @@ def test_bottleneck_distance_equals_gudhi():
     for pair in (finite, d):  # finite points only, then with essential classes
       np.testing.assert_allclose(llm4ph.bottleneck_distance(*pair),
                                  gudhi.bottleneck_distance(*pair), rtol=1e-9)
+
   assert llm4ph.bottleneck_distance(np.array([[0.0, np.inf]]), np.zeros((0, 2))) == np.inf
+
+
+def _brute_wasserstein(a, b, q):
+  """Every matching of the finite points (each point to a point or to the diagonal)."""
+  a, b = a[a[:, 1] > a[:, 0]], b[b[:, 1] > b[:, 0]]
+  best = np.inf
+  pa = list(range(len(a))) + [None] * len(b)
+  for perm in itertools.permutations(pa):
+    # perm[j]: the point of a matched to b[j] (j < len(b)), or None (b[j] to the diagonal);
+    # the rest of a goes to the diagonal
+    used = [i for i in perm[:len(b)] if i is not None]
+    if len(set(used)) != len(used):
+      continue
+    cost = sum((np.max(np.abs(a[i] - b[j])) if i is not None else (b[j, 1] - b[j, 0]) / 2) ** q
+               for j, i in enumerate(perm[:len(b)]))
+    cost += sum(((a[i, 1] - a[i, 0]) / 2) ** q for i in range(len(a)) if i not in used)
+    best = min(best, cost)
+  return best ** (1 / q)
+
+
+def test_wasserstein_distance_equals_every_matching_and_hera():
+  """Against a brute force over all matchings (small diagrams), and gudhi's hera on fixed
+  pairs: hera (gudhi 3.13) hung, over 20 s, on some of the random pairs above."""
+  rng = np.random.default_rng(3)
+  for _ in range(40):
+    a = np.sort(rng.uniform(0, 3, (int(rng.integers(0, 4)), 2)), axis=1)
+    b = np.sort(rng.uniform(0, 3, (int(rng.integers(1, 4)), 2)), axis=1)
+    for q in (1.0, 2.0):
+      np.testing.assert_allclose(llm4ph.wasserstein_distance(a, b, order=q),
+                                 _brute_wasserstein(a, b, q), rtol=1e-9)
+  a = np.array([[1.0, 2.253], [0.0, 2.471], [0.0, np.inf]])
+  b = np.array([[2.233, 2.282], [2.289, 2.396], [2.452, 4.408], [0.5, np.inf]])
+  for q in (1.0, 2.0):
+    np.testing.assert_allclose(
+        llm4ph.wasserstein_distance(a, b, order=q),
+        gudhi.hera.wasserstein_distance(a, b, order=q, internal_p=np.inf), rtol=1e-6)
+  with pytest.raises(ValueError, match="order"):
+    llm4ph.wasserstein_distance(a, b, order=0.5)
 
 
 def test_betti_numbers_count_the_points_alive():
