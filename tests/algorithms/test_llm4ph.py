@@ -154,3 +154,33 @@ def test_bad_input():
     llm4ph.h0_persistence(e + 5, np.ones(2, np.float32), np.zeros(3, np.float32))
   with pytest.raises(ValueError, match="repeat"):
     llm4ph.clique_persistence(np.array([[0, 1], [1, 0]]), np.ones(2), np.zeros(2))
+
+
+@pytest.mark.parametrize("family,params", [("erdos_renyi", {"p": 0.3}),
+                                           ("watts_strogatz", {"k": 4, "p": 0.2}),
+                                           ("sbm", {"p_in": 0.6, "p_out": 0.05}),
+                                           ("random_geometric", {"radius": 0.4})])
+def test_graph_families_and_filtrations_agree_with_gudhi(family, params):
+  from reprojax.data import graphs  # pylint: disable=g-import-not-at-top
+  g = graphs.random_graph(family, 14, seed=1, **params)
+  assert g.edges_Ex2.shape[1] == 2 and np.all(g.edges_Ex2[:, 0] < g.edges_Ex2[:, 1])
+  kinds = ("random", "degree") + (("geometric",) if family == "random_geometric" else ())
+  for kind in kinds:
+    ev, vv = graphs.filtration(g, kind, seed=2)
+    ph = llm4ph.clique_persistence(g.edges_Ex2, ev, vv)
+    g0, g1, _ = _gudhi(g.edges_Ex2, ev, vv)
+    assert _points(ph.h0_Px2) == _points(g0) and _points(ph.h1_Qx2) == _points(g1)
+
+
+def test_real_graphs_and_bad_names():
+  from reprojax.data import graphs  # pylint: disable=g-import-not-at-top
+  karate = graphs.real_graph("karate_club")
+  assert karate.num_nodes == 34 and len(karate.edges_Ex2) == 78
+  ph = llm4ph.clique_persistence(karate.edges_Ex2, *graphs.filtration(karate, "degree"))
+  assert int(np.sum(np.isinf(ph.h0_Px2[:, 1]))) == 1  # connected
+  with pytest.raises(ValueError, match="family"):
+    graphs.random_graph("barabasi", 10)
+  with pytest.raises(ValueError, match="real graph"):
+    graphs.real_graph("zachary")
+  with pytest.raises(ValueError, match="positions"):
+    graphs.filtration(karate, "geometric")
