@@ -22,7 +22,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from reprojax.algorithms import snv
 from reprojax.data import continual
@@ -38,16 +37,9 @@ def workloads(full: bool) -> list[bench.Workload]:
   stream = continual.digits_stream(int(config.num_tasks), int(config.classes_per_task))
   x, y = jnp.asarray(stream.x_val[0]), jnp.asarray(stream.y_val[0])
   params = model.init(jax.random.key(0), x[:1])
-  _, pre = model.apply(params, x, hidden_out=True)
-  fill = pre.mean(0)
   n, p = sum(model.hidden), int(config.num_permutations)
-  active = jnp.asarray(np.arange(model.num_classes) < 2)
-
-  def game(mask_N, params, fill_N, x, y, active):
-    logits = jnp.where(active, model.apply(params, x, mask_N, fill_N), -1e9)
-    return -jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y))
-
-  args = (params, fill, x, y, active)
+  game = experiment.make_game(model)  # the experiment's game, on task 0's classes
+  args = experiment.game_args(model, params, x, y, jnp.asarray(np.arange(model.num_classes) < 2))
   perms = np.stack([np.random.default_rng(i).permutation(n) for i in range(p)]).astype(np.int32)
   one = jax.jit(game)
 

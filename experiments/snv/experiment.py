@@ -93,19 +93,21 @@ def variants(config) -> list[Variant]:
 
 def make_stream(config) -> continual.TaskStream:
   """The seeds' splits stacked: every array ``(S, T, ...)``; classes ``(S, T, C)``."""
-  seeds = range(int(config.seed), int(config.seed) + int(config.num_seeds))
+  return continual.stack_streams([
+      _stream(config, s) for s in range(int(config.seed), int(config.seed) + int(config.num_seeds))])
+
+
+def _stream(config, seed: int) -> continual.TaskStream:
+  """One seed's split of ``config.dataset``."""
   if config.dataset == "digits":
-    streams = [continual.digits_stream(int(config.num_tasks), int(config.classes_per_task),
-                                       seed=s) for s in seeds]
-  elif config.dataset == "permuted_digits":
+    return continual.digits_stream(int(config.num_tasks), int(config.classes_per_task), seed=seed)
+  if config.dataset == "permuted_digits":
     if int(config.classes_per_task) != 10:
       raise ValueError(f"permuted_digits has 10 classes per task; set config.classes_per_task"
                        f"=10, got {config.classes_per_task}")
-    streams = [continual.permuted_digits_stream(int(config.num_tasks), seed=s) for s in seeds]
-  else:
-    raise ValueError(f"config.dataset must be 'digits' or 'permuted_digits', got "
-                     f"{config.dataset!r}")
-  return continual.stack_streams(streams)
+    return continual.permuted_digits_stream(int(config.num_tasks), seed=seed)
+  raise ValueError(f"config.dataset must be 'digits' or 'permuted_digits', got "
+                   f"{config.dataset!r}")
 
 
 def make_model(config) -> maskable_mlp.MaskableMLP:
@@ -139,6 +141,25 @@ def trainable_masks(model, params, frozen_N, head_frozen_K):
     inner[layer] = {"kernel": k, "bias": b}
     start += width if i < len(model.hidden) else 0
   return {"params": inner}
+
+
+def make_game(model):
+  """SNV's game on ``model``: ``game(mask_N, params, fill_N, x, y, active)`` is minus the
+  cross-entropy over the ``active`` classes with the neurons outside the mask replaced by
+  ``fill_N`` (the authors' loss payoff, mean ablation). One function per model, so
+  every valuation of a run reuses one compiled estimator."""
+
+  def game(mask_N, params, fill_N, x, y, active):
+    logits = _masked(model.apply(params, x, mask_N, fill_N), active)
+    return -jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y))
+
+  return game
+
+
+def game_args(model, params, x, y, active) -> tuple:
+  """The game's arguments after the mask; the fill is each neuron's mean pre-activation on ``x``."""
+  _, pre = model.apply(params, x, hidden_out=True)
+  return (params, pre.mean(0), x, y, active)
 
 
 class Fns(NamedTuple):
@@ -178,15 +199,12 @@ def make_fns(config, mesh) -> Fns:
                                              jnp.arange(steps))
     return params, path, losses
 
-  def game(mask_N, params, fill_N, x, y, active):
-    logits = _masked(model.apply(params, x, mask_N, fill_N), active)
-    return -jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y))
+  game = make_game(model)
 
   def shapley_one(params, protocol, task, seed_idx, key, x_all, y_all):
     x, y = x_all[seed_idx, task], y_all[seed_idx, task]
-    _, pre = model.apply(params, x, hidden_out=True)
     active = active_classes(class_task, task, protocol)
-    est = snv.tmc_shapley(game, (params, pre.mean(0), x, y, active), key,
+    est = snv.tmc_shapley(game, game_args(model, params, x, y, active), key,
                           num_players=sum(model.hidden),
                           num_permutations=int(config.num_permutations),
                           tolerance=float(config.truncation), chunk=int(config.shapley_chunk))
@@ -342,15 +360,9 @@ def rank_stability(config, stream, first) -> tuple[float, float]:
   params, protocol, seed = first
   model = make_model(config)
   class_task = jnp.asarray(_class_task(config))
-  x, y = stream.x_val[seed, 0], stream.y_val[seed, 0]
-  _, pre = model.apply(params, x, hidden_out=True)
-  active = active_classes(class_task, 0, protocol)
-
-  def game(mask_N, p, fill_N, xx, yy, aa):
-    logits = _masked(model.apply(p, xx, mask_N, fill_N), aa)
-    return -jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, yy))
-
-  args = (params, pre.mean(0), x, y, active)
+  game = make_game(model)
+  args = game_args(model, params, stream.x_val[seed, 0], stream.y_val[seed, 0],
+                   active_classes(class_task, 0, protocol))
   kw = dict(num_players=sum(model.hidden), num_permutations=int(config.num_permutations),
             chunk=int(config.shapley_chunk))
   a = snv.tmc_shapley(game, args, jax.random.key(1), tolerance=float(config.truncation), **kw)
@@ -388,7 +400,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   ``num_frozen_entries``, ``shapley_evals`` (mean coalitions per valuation), and
   ``snv_acc_matrix_<p>_<i>_<j>`` (SNV's mean test accuracy on task j after task i).
   """
-  common_check(config)
+  _check_config(config)
   mesh = sharding.config_mesh(config)
   stream = make_stream(config)
   reps = replicas(config)
@@ -441,7 +453,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   return metrics
 
 
-def common_check(config) -> None:
+def _check_config(config) -> None:
   if config.batch_size < 1 or config.train_steps < 1:
     raise ValueError("batch_size and train_steps must be >= 1")
   fr = np.asarray(config.freeze_fractions, np.float64)
@@ -522,8 +534,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   reps = replicas(config)
   r, s, t = len(reps.seed_R), int(config.num_seeds), int(config.num_tasks)
   model = make_model(config)
-  n_tr = int(round(0.6 * 174)) * int(config.classes_per_task)
-  d = 64
+  _, n_tr, d = _stream(config, int(config.seed)).x_train.shape  # one split, for its shapes
   params = jax.eval_shape(jax.vmap(lambda k: model.init(k, jnp.zeros((1, d)))),
                           jax.eval_shape(lambda: jax.random.split(jax.random.key(0), r)))
   n, k = sum(model.hidden), model.num_classes
