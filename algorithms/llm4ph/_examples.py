@@ -60,3 +60,92 @@ EXAMPLES = (
                                    jnp.linspace(0.0, 2.0, _T)),
             bad_args=(np.zeros((_V, 3), np.float32), np.zeros(_T, np.float32))),
 )
+
+
+# ---------------------------------------------------------------- the benchmark (host code)
+# Task generation, prompts, scoring and the baseline models are string and set work on the
+# host: none of them jits. Their examples draw a seed from the key and return numbers.
+
+from reprojax.algorithms.llm4ph import _harness  # noqa: E402  pylint: disable=g-import-not-at-top
+from reprojax.algorithms.llm4ph import _tasks  # noqa: E402  pylint: disable=g-import-not-at-top
+
+
+def _seed(key) -> int:
+  return int(jax.random.randint(key, (), 0, 10_000))
+
+
+def _inst(seed, task="h1_pairs"):
+  return _tasks.make_instance(task, "small", seed)
+
+
+def _codes(text: str) -> np.ndarray:
+  return np.frombuffer(text.encode(), np.uint8).astype(np.int32)
+
+
+def _answer_numbers(answer) -> np.ndarray:
+  flat = np.asarray(jax.tree.leaves(answer) if not isinstance(answer, str) else [ord(answer)],
+                    np.float64)
+  return flat.reshape(-1)
+
+
+_HOST = dict(jittable=False, vmappable=False)
+_BAD_INSTANCE = ("not an instance", "edge_list")
+
+EXAMPLES = EXAMPLES + (
+    Example(name="make_instance",
+            fn=lambda seed: _answer_numbers(_tasks.make_instance("betti", "small", seed).answer),
+            make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
+    Example(name="make_instances",
+            fn=lambda seed: np.array([len(i.graphs[0].edges_Ex2) for i in
+                                      _tasks.make_instances("components", "small", 3, seed)]),
+            make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
+    Example(name="render_prompt", fn=lambda seed: _codes(_tasks.render_prompt(
+        _tasks.make_instance("h0_pairs", "small", seed), "adjacency_list"))[:40],
+            make_args=lambda key: (_seed(key),), bad_args=(2.5,), **_HOST),
+    Example(name="parse_prompt",
+            fn=lambda seed: _tasks.parse_prompt(_tasks.render_prompt(
+                _tasks.make_instance("h0_pairs", "small", seed), "edge_list"))[1][0].edges_Ex2.size,
+            make_args=lambda key: (_seed(key),), bad_args=(-3,), **_HOST),
+    Example(name="solve", fn=lambda seed: _answer_numbers(_tasks.solve(
+        "h1_pairs", _inst(seed).graphs, {})),
+            make_args=lambda key: (_seed(key),), bad_args=(-3,), inf_outputs=True, **_HOST),
+    Example(name="format_answer",
+            fn=lambda answer: _codes(_tasks.format_answer("components", answer)),
+            make_args=lambda key: (_seed(key),), bad_args=(float("nan"),), **_HOST),
+    Example(name="parse_answer",
+            fn=lambda task, text: np.asarray(_tasks.parse_answer(task, text)),
+            make_args=lambda key: ("components", f"Answer: {_seed(key)}"),
+            bad_args=("persistence", "Answer: 3"), **_HOST),
+    Example(name="score_answer",
+            fn=lambda seed: np.asarray(_tasks.score_answer(_inst(seed), "Answer: [(1, 2)]"),
+                                       np.float64),
+            make_args=lambda key: (_seed(key),), bad_args=(-1,), inf_outputs=True, **_HOST),
+    Example(name="cliques", fn=lambda e, k: np.asarray(_tasks.cliques(e, _V, k)).reshape(-1),
+            make_args=lambda key: (np.asarray(_EDGES), 2),
+            bad_args=(np.array([[0, 9]], np.int32), 2), derived_sizes=True, **_HOST),
+    Example(name="design_filtration",
+            fn=lambda e: _tasks.design_filtration(e, _V, "degree"),
+            make_args=lambda key: (np.asarray(_EDGES),),
+            bad_args=(np.array([[0, 1.5]]),), **_HOST),
+    Example(name="oracle_model", fn=lambda seed: _codes(_harness.oracle_model()(
+        [_tasks.render_prompt(_inst(seed), "edge_list")])[0]),
+            make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
+    Example(name="skeleton_model", fn=lambda seed: _codes(_harness.skeleton_model()(
+        [_tasks.render_prompt(_inst(seed), "edge_list")])[0]),
+            make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
+    Example(name="random_model", fn=lambda seed: _codes(_harness.random_model(seed)(
+        [_tasks.render_prompt(_inst(1), "edge_list")])[0]),
+            make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
+    Example(name="majority_model", fn=lambda seed: _codes(_harness.majority_model(
+        _tasks.make_instances("components", "small", 3, seed))(
+            [_tasks.render_prompt(_inst(1, "components"), "edge_list")])[0]),
+            make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
+    Example(name="evaluate", fn=lambda seed: np.array([r.correct for r in _harness.evaluate(
+        _harness.oracle_model(), _tasks.make_instances("betti", "small", 2, seed))], np.int32),
+            make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
+    Example(name="accuracy_table", fn=lambda seed: np.array([v["accuracy"] for v in
+                                                             _harness.accuracy_table(
+        _harness.evaluate(_harness.random_model(seed), _tasks.make_instances(
+            "components", "small", 4, 0))).values()]),
+            make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
+)
