@@ -184,3 +184,148 @@ def test_real_graphs_and_bad_names():
     graphs.real_graph("zachary")
   with pytest.raises(ValueError, match="positions"):
     graphs.filtration(karate, "geometric")
+
+
+# ------------------------------------------------------------------------- the benchmark
+
+
+def _gudhi_tree(g):
+  st = gudhi.SimplexTree()
+  for i, f in enumerate(g.vertex_values_V):
+    st.insert([i], filtration=float(f))
+  for (a, b), f in zip(g.edges_Ex2, g.edge_values_E):
+    st.insert([int(a), int(b)], filtration=float(f))
+  return st
+
+
+def _pos(d):
+  d = np.asarray(d, np.float64).reshape(-1, 2)
+  return sorted(map(tuple, d[d[:, 1] > d[:, 0]]))
+
+
+@pytest.mark.parametrize("size", list(llm4ph.SIZES))
+def test_every_task_answer_equals_gudhi_and_networkx(size):
+  """The exact answers, recomputed with gudhi (filtration values, diagrams) and networkx
+  (components, cliques), on 6 instances of each task at each size."""
+  for task in llm4ph.TASKS:
+    for inst in llm4ph.make_instances(task, size, 6, seed=10):
+      g = inst.graphs[0]
+      n = len(g.vertex_values_V)
+      assert llm4ph.SIZES[size][0] <= n <= llm4ph.SIZES[size][1]
+      graph = nx.Graph()
+      graph.add_nodes_from(range(n))
+      graph.add_edges_from(map(tuple, g.edges_Ex2.tolist()))
+      st = _gudhi_tree(g)
+      st.expansion(3)
+      if task == "components":
+        assert inst.answer == nx.number_connected_components(graph)
+      elif task == "simplex_count":
+        k = inst.params["k"]
+        assert inst.answer == sum(len(c) == k + 1 for c in nx.enumerate_all_cliques(graph))
+      elif task == "betti":
+        st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
+        assert inst.answer == tuple(st.betti_numbers()[:2] + [0] * (2 - len(st.betti_numbers())))
+      elif task == "complex_at_threshold":
+        t = inst.params["time"]
+        dims = collections.Counter(len(s) - 1 for s, f in st.get_filtration() if f <= t)
+        assert inst.answer == (dims[1], dims[2])
+      elif task == "filtration_order":
+        tris = sorted((f, tuple(s)) for s, f in st.get_filtration() if len(s) == 3)
+        assert inst.answer == tuple(s for _, s in tris[:3])
+      elif task in ("h0_pairs", "h1_pairs"):
+        dim = int(task[1])
+        st2 = _gudhi_tree(g)
+        st2.expansion(2)
+        st2.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
+        want = _pos(st2.persistence_intervals_in_dimension(dim))
+        if dim == 0:
+          want = [p for p in want if np.isfinite(p[1])]
+        assert list(inst.answer) == want
+      elif task == "filtration_design":
+        seps = []
+        for kind in llm4ph.DESIGN_FILTRATIONS:
+          dg = []
+          for h in inst.graphs:
+            ev, vv = llm4ph.design_filtration(h.edges_Ex2, n, kind)
+            sth = _gudhi_tree(llm4ph.FilteredGraph(h.edges_Ex2, ev, vv))
+            sth.expansion(2)
+            sth.compute_persistence(homology_coeff_field=2)
+            dg.append([np.array([p for p in _pos(sth.persistence_intervals_in_dimension(d))
+                                 if np.isfinite(p[1])]).reshape(-1, 2) for d in (0, 1)])
+          seps.append(max(gudhi.bottleneck_distance(dg[0][d], dg[1][d]) for d in (0, 1)))
+        assert inst.answer == "ABC"[int(np.argmax(seps))]
+        assert np.sort(seps)[-1] - np.sort(seps)[-2] >= 0.5 - 1e-9
+        assert len(inst.graphs[1].edges_Ex2) == len(g.edges_Ex2)
+      else:
+        assert nx.is_connected(graph) and n >= llm4ph.SIZES[size][0]
+        assert inst.answer == "AB"[inst.params["label"]]
+
+
+def test_prompts_round_trip_and_the_oracle_is_exact():
+  """Each prompt, in both encodings, gives back its graphs; the oracle (the engine on the
+  parsed prompt) answers every engine-defined task exactly, its answer lines parse back."""
+  insts = [i for t in llm4ph.TASKS for i in llm4ph.make_instances(t, "small", 3, seed=5)]
+  insts += llm4ph.make_instances("h1_pairs", "large", 2, seed=5)
+  for inst in insts:
+    for enc in llm4ph.ENCODINGS:
+      task, graphs, params = llm4ph.parse_prompt(llm4ph.render_prompt(inst, enc))
+      assert task == inst.task and len(graphs) == len(inst.graphs)
+      for a, b in zip(graphs, inst.graphs):
+        np.testing.assert_array_equal(a.edges_Ex2, b.edges_Ex2)
+        np.testing.assert_array_equal(a.edge_values_E, b.edge_values_E)
+      assert all(inst.params[k] == v for k, v in params.items())
+  records = llm4ph.evaluate(llm4ph.oracle_model(), insts)
+  assert len(records) == 2 * len(insts)
+  assert all(r.correct for r in records if r.task != "real_graph_classification")
+  assert all(r.distance == 0 for r in records if r.task.endswith("pairs"))
+
+
+def test_answers_parse_leniently_and_score():
+  inst = llm4ph.make_instance("h1_pairs", "small", 3)  # pairs (6, 10), (8, 11)
+  assert inst.answer == ((6.0, 10.0), (8.0, 11.0))
+  assert llm4ph.score_answer(inst, "so...\nAnswer: [(8, 11), (6,10)]").correct
+  s = llm4ph.score_answer(inst, "Answer: [(6, 10)]")
+  assert not s.correct and s.parsed and s.distance == 1.5  # (8, 11) to the diagonal
+  s = llm4ph.score_answer(inst, "I think the pairs are (6, 10)")
+  assert not s.parsed and s.distance == np.inf
+  assert llm4ph.parse_answer("betti", "Answer: b0 = 1, b1 = 2") == (1, 2)
+  assert llm4ph.parse_answer("betti", "answer: 1 and 2") == (1, 2)
+  assert llm4ph.parse_answer("components", "Answer: three") is None
+  assert llm4ph.parse_answer("filtration_design", "Answer: (B) label") == "B"
+  assert llm4ph.parse_answer("h1_pairs", "Answer: [(2, inf), (1, 3)]") == ((1.0, 3.0),
+                                                                          (2.0, np.inf))
+  assert llm4ph.parse_answer("filtration_order", "Answer: []") == ()
+
+
+def test_baselines_and_accuracy_table():
+  insts = [i for t in llm4ph.TASKS for i in llm4ph.make_instances(t, "small", 4, seed=7)]
+  ref = [i for t in llm4ph.TASKS for i in llm4ph.make_instances(t, "small", 4, seed=70)]
+  skeleton = llm4ph.accuracy_table(llm4ph.evaluate(llm4ph.skeleton_model(), insts), by=("task",))
+  assert skeleton[("components",)]["accuracy"] == skeleton[("h0_pairs",)]["accuracy"] == 1.0
+  assert skeleton[("simplex_count",)]["accuracy"] < 1.0  # blind to triangles
+  for model in (llm4ph.random_model(0), llm4ph.majority_model(ref)):
+    rec = llm4ph.evaluate(model, insts, encodings=("edge_list",))
+    assert all(r.parsed for r in rec)
+    assert rec == llm4ph.evaluate(model, insts, encodings=("edge_list",))  # deterministic
+  table = llm4ph.accuracy_table(rec, by=("level", "encoding"))
+  assert set(table) == {(lv, "edge_list") for lv in llm4ph.LEVELS}
+  v = table[("structure", "edge_list")]
+  assert v["n"] == 12 and v["stderr"] == pytest.approx(np.sqrt(v["accuracy"] *
+                                                               (1 - v["accuracy"]) / 12))
+
+
+def test_benchmark_bad_input():
+  with pytest.raises(ValueError, match="task"):
+    llm4ph.make_instance("persistence_landscape", "small", 0)
+  with pytest.raises(ValueError, match="size"):
+    llm4ph.make_instance("betti", "huge", 0)
+  with pytest.raises(ValueError, match="encoding"):
+    llm4ph.render_prompt(llm4ph.make_instance("betti", "small", 0), "incidence_matrix")
+  with pytest.raises(ValueError, match="prompt"):
+    llm4ph.parse_prompt("What is a Betti number?")
+  with pytest.raises(ValueError, match="edges_Ex2"):
+    llm4ph.cliques(np.array([[0, 5]]), 3, 2)
+  with pytest.raises(ValueError, match="answer"):
+    llm4ph.format_answer("betti", 3)
+  with pytest.raises(ValueError, match="texts"):
+    llm4ph.evaluate(lambda prompts: [], llm4ph.make_instances("betti", "small", 1))
