@@ -22,6 +22,7 @@ PAPERS: tuple[str, ...] = (
     "oce",
     "causal_dpo",
     "snv",
+    "llm4ph",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -37,7 +38,9 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # train seed replicas inside one compiled program
 # (``train.fit_replicas``, ``train.fit_full_batch``: seconds to minutes at every
 # scale), which a killed run recomputes from the start; so does snv, whose variants
-# and seeds train through each task as one scanned program (under a minute in all). oce trains its generator with
+# and seeds train through each task as one scanned program (under a minute in all).
+# llm4ph trains nothing: it generates, checks and scores a benchmark. oce trains its
+# generator with
 # ``train.fit`` (checkpointed; its stop-and-resume test is in-process, see
 # ``tests/experiments/test_launcher.py``'s RESUME_TESTS); what follows is minutes.
 CHECKPOINTED: tuple[str, ...] = ("fno", "oce")

@@ -169,6 +169,7 @@ class Record(NamedTuple):
   correct: bool
   parsed: bool
   distance: float  # bottleneck distance to the truth (pair tasks; inf when unreadable)
+  marked: bool  # the reply gave the "Answer:" line asked for
   output: str
 
 
@@ -191,13 +192,13 @@ def evaluate(model: Model, instances: Sequence[_tasks.Instance],
     for (inst, enc), text in zip(chunk, texts):
       s = _tasks.score_answer(inst, text)
       records.append(Record(inst.task, inst.size, enc, inst.seed, s.correct, s.parsed,
-                            s.distance, text))
+                            s.distance, s.marked, text))
   return records
 
 
 def accuracy_table(records: Iterable[Record], by: Sequence[str] = ("task", "size", "encoding")
                    ) -> dict[tuple, dict[str, float]]:
-  """``{key: {"accuracy", "stderr", "parsed", "n"}}`` grouped by the ``by`` fields of each
+  """``{key: {"accuracy", "stderr", "parsed", "marked", "n"}}`` grouped by the ``by`` fields of each
   record (and ``"level"``); ``stderr`` is the binomial standard error."""
   fields = set(Record._fields) | {"level"}
   for b in by:
@@ -211,5 +212,6 @@ def accuracy_table(records: Iterable[Record], by: Sequence[str] = ("task", "size
   for key, rs in sorted(groups.items()):
     acc = float(np.mean([r.correct for r in rs]))
     out[key] = {"accuracy": acc, "stderr": math.sqrt(acc * (1 - acc) / len(rs)),
-                "parsed": float(np.mean([r.parsed for r in rs])), "n": float(len(rs))}
+                "parsed": float(np.mean([r.parsed for r in rs])),
+                "marked": float(np.mean([r.marked for r in rs])), "n": float(len(rs))}
   return out

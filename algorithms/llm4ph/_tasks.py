@@ -211,7 +211,7 @@ def _subgraph(rng: np.random.Generator, name: str, n: int) -> np.ndarray:
 
 def _design_pair(rng: np.random.Generator, n: int) -> tuple[FilteredGraph, FilteredGraph]:
   """A rewired ring lattice and an Erdos-Renyi graph with as many edges, redrawn until one
-  option separates them best by at least 0.5 and, within 200 draws, until that option is
+  option separates them best by at least 0.5 and, within 30 draws, until that option is
   a target drawn uniformly (so the three answers are about equally frequent)."""
   from reprojax.data import graphs  # pylint: disable=g-import-not-at-top
   target = int(rng.integers(3))
@@ -225,7 +225,7 @@ def _design_pair(rng: np.random.Generator, n: int) -> tuple[FilteredGraph, Filte
                for e in (ws.edges_Ex2, er))
     sep = design_separations(gs)
     top = np.sort(sep)
-    if top[-1] - top[-2] >= 0.5 and (int(np.argmax(sep)) == target or attempt >= 200):
+    if top[-1] - top[-2] >= 0.5 and (int(np.argmax(sep)) == target or attempt >= 30):
       return gs
   raise RuntimeError("no separable pair of graphs in 10,000 draws")  # not reached in tests
 
@@ -539,76 +539,101 @@ def format_answer(task: str, answer: Any) -> str:
   return f"Answer: {answer}"
 
 
-_INT = re.compile(r"-?\d+")
+_INT = re.compile(r"(?<![\w.])-?\d+(?![\w]|\.\d)")  # standalone integers: not the 0 of b0
 _PAIR = re.compile(r"\(\s*(-?[\d.]+(?:e-?\d+)?)\s*,\s*(-?[\d.]+(?:e-?\d+)?|inf|infinity|∞)\s*\)",
                    re.IGNORECASE)
 _TRIPLE = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
+_LIST = re.compile(r"\[[^\[\]]*\]")
 
 
-def parse_answer(task: str, text: str) -> Any:
-  """The answer in ``text`` after its last ``Answer:``, in :func:`solve`'s form, or
-  ``None`` when there is none or it does not parse."""
+def _find_answer(text: str) -> tuple[str, bool]:
+  """The text after the last ``Answer:`` and True, or the whole text and False."""
+  at = text.lower().rfind("answer:")
+  return (text[at + len("answer:"):].strip(), True) if at >= 0 else (text, False)
+
+
+def parse_answer(task: str, text: str, lenient: bool = True) -> Any:
+  """The answer in ``text``, in :func:`solve`'s form, or ``None`` when none is found.
+
+  Read after the last ``Answer:`` (the format the prompt asks for): the first integer,
+  the two numbers (``b0=``/``b1=``, ``edges=``/``triangles=`` when given), the bracketed
+  list, the first letter. Without that marker and with ``lenient``, from the whole text
+  instead, as free-text replies give it: the last integer, the last two, the last
+  bracketed list (else every tuple), the last standalone option letter.
+  """
   _check_choice("task", task, TASKS)
   if not isinstance(text, str):
     raise ValueError(f"text must be a str, got {type(text).__name__}")
-  at = text.lower().rfind("answer:")
-  if at < 0:
+  s, marked = _find_answer(text)
+  if not marked and not lenient:
     return None
-  s = text[at + len("answer:"):].strip()
-  s = s.split("\n")[0] if task not in ("filtration_order", "h0_pairs", "h1_pairs") else s
+  if marked and task not in ("filtration_order", "h0_pairs", "h1_pairs"):
+    s = s.split("\n")[0]
   ints = [int(x) for x in _INT.findall(s)]
+  pick = (lambda xs, k: xs[:k]) if marked else (lambda xs, k: xs[-k:])
   if task in ("components", "simplex_count"):
-    return ints[0] if ints else None
-  if task == "betti":
-    m0, m1 = re.search(r"b0\s*=\s*(\d+)", s), re.search(r"b1\s*=\s*(\d+)", s)
-    if m0 and m1:
-      return (int(m0.group(1)), int(m1.group(1)))
-    return tuple(ints[:2]) if len(ints) >= 2 else None
-  if task == "complex_at_threshold":
-    me, mt = re.search(r"edges\s*=\s*(\d+)", s), re.search(r"triangles\s*=\s*(\d+)", s)
-    if me and mt:
-      return (int(me.group(1)), int(mt.group(1)))
-    return tuple(ints[:2]) if len(ints) >= 2 else None
-  if task == "filtration_order":
-    if not s.startswith("["):
-      return None
-    body = s[:s.find("]") + 1] if "]" in s else s
-    return tuple(tuple(sorted(int(x) for x in m)) for m in _TRIPLE.findall(body))
-  if task in ("h0_pairs", "h1_pairs"):
-    if not s.startswith("["):
-      return None
-    body = s[:s.find("]") + 1] if "]" in s else s
+    return pick(ints, 1)[0] if ints else None
+  if task in ("betti", "complex_at_threshold"):
+    names = ("b0", "b1") if task == "betti" else ("edges", "triangles")
+    found = [re.findall(rf"{n}\s*=\s*(\d+)", s) for n in names]
+    if all(found):
+      return tuple(int(f[-1]) for f in found)
+    return tuple(pick(ints, 2)) if len(ints) >= 2 else None
+  if task in ("filtration_order", "h0_pairs", "h1_pairs"):
+    if marked:
+      if not s.startswith("["):
+        return None
+      body = s[:s.find("]") + 1] if "]" in s else s
+    else:
+      lists = [x for x in _LIST.findall(s) if (_TRIPLE if task == "filtration_order"
+                                                else _PAIR).search(x) or x.strip("[] ") == ""]
+      body = lists[-1] if lists else s
+    if task == "filtration_order":
+      found = _TRIPLE.findall(body)
+      if not found and body.strip("[] ") != "":
+        return None
+      return tuple(tuple(sorted(int(x) for x in m)) for m in found)
     out = []
     for a, b in _PAIR.findall(body):
       try:
         out.append((float(a), math.inf if b.lower() in ("inf", "infinity", "∞") else float(b)))
       except ValueError:
         return None
+    if not out and body.strip("[] ") != "":
+      return None
     return tuple(sorted(out))
-  m = re.match(r"\(?([A-Ca-c])\b", s)
-  return m.group(1).upper() if m else None
+  options = "ABC" if task == "filtration_design" else "AB"
+  letters = re.findall(rf"(?<![\w])([{options}])(?![\w])", s)
+  if marked:
+    m = re.match(r"\(?([A-Ca-c])\b", s)
+    return m.group(1).upper() if m and m.group(1).upper() in options else None
+  return letters[-1] if letters else None
 
 
 class Score(NamedTuple):
   correct: bool
-  parsed: bool  # an answer was found and read
+  parsed: bool  # an answer was found and read (after "Answer:", or leniently)
   distance: float  # bottleneck distance to the true diagram (pair tasks), else 0 or 1
+  marked: bool  # the reply gave the "Answer:" line the prompt asks for
 
 
 def score_answer(instance: Instance, text: str) -> Score:
-  """Exact match of the answer in ``text``; for pair tasks also the bottleneck distance
-  between the answered and the true diagrams (``inf`` when unreadable)."""
+  """Exact match of the answer in ``text`` (:func:`parse_answer`, lenient); for pair tasks
+  also the bottleneck distance between the answered and the true diagrams (``inf`` when
+  unreadable)."""
   if not isinstance(instance, Instance):
     raise ValueError(f"instance must be an Instance, got {type(instance).__name__}")
   got = parse_answer(instance.task, text)
+  marked = _find_answer(text)[1]
   if got is None:
-    return Score(False, False, math.inf if instance.task in ("h0_pairs", "h1_pairs") else 1.0)
+    return Score(False, False, math.inf if instance.task in ("h0_pairs", "h1_pairs") else 1.0,
+                 marked)
   if instance.task in ("h0_pairs", "h1_pairs"):
     truth = np.asarray(instance.answer, np.float64).reshape(-1, 2)
     ours = np.asarray(got, np.float64).reshape(-1, 2)
     if np.any(~np.isfinite(ours[:, 0])):
-      return Score(False, True, math.inf)
+      return Score(False, True, math.inf, marked)
     correct = len(ours) == len(truth) and bool(np.allclose(ours, truth, rtol=0, atol=1e-6))
-    return Score(correct, True, float(bottleneck_distance(ours, truth)))
+    return Score(correct, True, float(bottleneck_distance(ours, truth)), marked)
   correct = got == instance.answer
-  return Score(bool(correct), True, 0.0 if correct else 1.0)
+  return Score(bool(correct), True, 0.0 if correct else 1.0, marked)

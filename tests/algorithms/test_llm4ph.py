@@ -286,8 +286,16 @@ def test_answers_parse_leniently_and_score():
   assert llm4ph.score_answer(inst, "so...\nAnswer: [(8, 11), (6,10)]").correct
   s = llm4ph.score_answer(inst, "Answer: [(6, 10)]")
   assert not s.correct and s.parsed and s.distance == 1.5  # (8, 11) to the diagonal
-  s = llm4ph.score_answer(inst, "I think the pairs are (6, 10)")
+  s = llm4ph.score_answer(inst, "I think the pairs are (6, 10)")  # read leniently
+  assert s.parsed and not s.marked and s.distance == 1.5
+  s = llm4ph.score_answer(inst, "I do not know")
   assert not s.parsed and s.distance == np.inf
+  assert llm4ph.parse_answer("h1_pairs", "the pairs are (6, 10)", lenient=False) is None
+  assert llm4ph.parse_answer("components", "The graph G has 1 connected component.") == 1
+  assert llm4ph.parse_answer("betti", "b0 and b1 are 2 and 3, respectively.") == (2, 3)
+  assert llm4ph.parse_answer("real_graph_classification", "It is from (B).") == "B"
+  assert llm4ph.parse_answer("filtration_order", "first (2, 3, 4) then (3, 4, 5)") == (
+      (2, 3, 4), (3, 4, 5))
   assert llm4ph.parse_answer("betti", "Answer: b0 = 1, b1 = 2") == (1, 2)
   assert llm4ph.parse_answer("betti", "answer: 1 and 2") == (1, 2)
   assert llm4ph.parse_answer("components", "Answer: three") is None

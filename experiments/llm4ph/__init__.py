@@ -1,0 +1,1 @@
+"""LLM4PH's persistent-homology reasoning benchmark (see README.md)."""

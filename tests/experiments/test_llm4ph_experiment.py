@@ -1,0 +1,76 @@
+"""LLM4PH experiment: the tiny run end to end (no language model), the padded batch of
+graphs, and the claims on hand-made metrics."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from reprojax.algorithms import llm4ph
+from reprojax.experiments import registry
+from reprojax.experiments import sharding
+from reprojax.experiments.llm4ph import experiment
+
+
+def test_tiny_run_checks_the_engine_and_scores_every_baseline(tmp_path):
+  config = registry.load_config("llm4ph", "tiny")
+  m = experiment.run(config, str(tmp_path))
+  assert m["num_instances"] == len(llm4ph.TASKS) * 2
+  assert m["engine_gudhi_mismatches"] == 0 and m["engine_h0_jax_mismatches"] == 0
+  assert m["engine_graphs"] == len(llm4ph.TASKS) * 2 + 2  # the design task's two graphs
+  assert m["oracle_engine_tasks_acc"] == 1.0
+  for name in experiment.BASELINES:
+    assert m[f"{name}_parsed"] == 1.0 and f"{name}_ordering_gap" in m
+  assert "lm_parsed" not in m  # config.lm = ""
+  assert os.path.isfile(tmp_path / "tasks.png") and os.path.isfile(tmp_path / "levels.png")
+  ids = [c.id for c in experiment.claims(config, m)]
+  assert ids == ["engine_equals_gudhi", "oracle_exact", "skeleton_ordering", "random_ordering"]
+
+
+def test_padded_graphs_keep_every_diagram():
+  """Padding (isolated vertices, self-loops) changes no diagram; 8 devices = the host."""
+  insts = [llm4ph.make_instance(t, "medium", 3) for t in ("betti", "h0_pairs", "h1_pairs")]
+  graphs = experiment.checked_graphs(insts)
+  e, ev, vv = experiment.pad_graphs(graphs, num_vertices=16, num_edges=64)
+  assert e.shape == (3, 64, 2) and vv.shape == (3, 16)
+  assert experiment.h0_mismatches(None, sharding.make_mesh(), graphs) == 0
+
+
+def _metrics(gap=0.3, se=0.05, gudhi=0, lm=True):
+  m = {"engine_gudhi_mismatches": gudhi, "engine_graphs": 100, "engine_h0_jax_mismatches": 0,
+       "oracle_engine_tasks_acc": 1.0, "oracle_engine_tasks_n": 80}
+  names = ("skeleton", "random") + (("lm",) if lm else ())
+  for name in names:
+    m.update({f"{name}_structure_acc": 0.5, f"{name}_transition_acc": 0.5 - gap,
+              f"{name}_ordering_gap": gap, f"{name}_ordering_gap_se": se})
+  if lm:
+    m.update({"lm_n": 18, "lm_parsed": 0.8})
+  return m
+
+
+def test_claims_on_hand_made_metrics():
+  config = registry.load_config("llm4ph", "quick")
+  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  assert c["lm_struggles_with_transitions"].holds and c["lm_struggles_with_transitions"].kind == "paper"
+  assert c["engine_equals_gudhi"].holds and c["oracle_exact"].holds
+  c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.08, se=0.05, gudhi=1))}
+  assert not c["lm_struggles_with_transitions"].holds  # within 2 s.e.
+  assert not c["engine_equals_gudhi"].holds
+  c = {x.id: x for x in experiment.claims(config, _metrics(gap=-0.3))}
+  assert not c["lm_struggles_with_transitions"].holds
+  assert "lm_struggles_with_transitions" not in {
+      x.id for x in experiment.claims(config, _metrics(lm=False))}
+
+
+def test_bad_config():
+  config = registry.load_config("llm4ph", "tiny")
+  with config.unlocked():
+    config.sizes = ("huge",)
+  with pytest.raises(ValueError, match="sizes"):
+    experiment.run(config, "/tmp/unused")
+  config = registry.load_config("llm4ph", "tiny")
+  with config.unlocked():
+    config.lm = "gpt-5"
+  with pytest.raises(ValueError, match="lm"):
+    experiment.run(config, "/tmp/unused")
