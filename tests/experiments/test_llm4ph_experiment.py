@@ -1,10 +1,8 @@
 """LLM4PH experiment: the tiny run end to end (no language model), the padded batch of
 graphs, and the claims on hand-made metrics."""
 
-import json
 import os
 
-import numpy as np
 import pytest
 
 from reprojax.algorithms import llm4ph
