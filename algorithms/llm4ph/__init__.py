@@ -10,7 +10,7 @@ Public API::
     ph = llm4ph.clique_persistence(edges_Ex2, edge_values_E, vertex_values_V)   # H0, H1 (host)
     b_T = llm4ph.betti_numbers(ph.h1_Qx2, thresholds_T)
     d = llm4ph.bottleneck_distance(ph.h1_Qx2, other.h1_Qx2)                   # exact (host)
-    insts = llm4ph.make_instances("betti", "small", num=20, seed=0)
+    insts = reprojax.data.llm4ph.make_instances("betti", "small", num=20, seed=0)
     prompt = llm4ph.render_prompt(insts[0], "edge_list")
     records = llm4ph.evaluate(my_model, insts)          # my_model: list[str] -> list[str]
     table = llm4ph.accuracy_table(records, by=("level",))
@@ -38,6 +38,7 @@ from reprojax.algorithms.llm4ph._tasks import DESIGN_FILTRATIONS
 from reprojax.algorithms.llm4ph._tasks import ENCODINGS
 from reprojax.algorithms.llm4ph._tasks import LEVEL_OF
 from reprojax.algorithms.llm4ph._tasks import LEVELS
+from reprojax.algorithms.llm4ph._tasks import REAL_SOURCES
 from reprojax.algorithms.llm4ph._tasks import SIZES
 from reprojax.algorithms.llm4ph._tasks import TASKS
 from reprojax.algorithms.llm4ph._tasks import FilteredGraph
@@ -45,20 +46,19 @@ from reprojax.algorithms.llm4ph._tasks import Instance
 from reprojax.algorithms.llm4ph._tasks import Score
 from reprojax.algorithms.llm4ph._tasks import cliques
 from reprojax.algorithms.llm4ph._tasks import design_filtration
+from reprojax.algorithms.llm4ph._tasks import design_separations
 from reprojax.algorithms.llm4ph._tasks import format_answer
-from reprojax.algorithms.llm4ph._tasks import make_instance
-from reprojax.algorithms.llm4ph._tasks import make_instances
 from reprojax.algorithms.llm4ph._tasks import parse_answer
 from reprojax.algorithms.llm4ph._tasks import parse_prompt
 from reprojax.algorithms.llm4ph._tasks import render_prompt
 from reprojax.algorithms.llm4ph._tasks import score_answer
 from reprojax.algorithms.llm4ph._tasks import solve
 
-__all__ = ("DESIGN_FILTRATIONS", "ENCODINGS", "LEVELS", "LEVEL_OF", "SIZES", "TASKS",
+__all__ = ("DESIGN_FILTRATIONS", "ENCODINGS", "LEVELS", "LEVEL_OF", "REAL_SOURCES", "SIZES", "TASKS",
            "CliquePersistence", "FilteredGraph", "Instance", "Record", "Score",
            "accuracy_table", "betti_numbers", "bottleneck_distance", "clique_persistence",
-           "cliques", "design_filtration", "evaluate", "format_answer", "h0_persistence",
-           "majority_model", "make_instance", "make_instances", "oracle_model", "parse_answer",
+           "cliques", "design_filtration", "design_separations", "evaluate", "format_answer", "h0_persistence",
+           "majority_model", "oracle_model", "parse_answer",
            "parse_prompt", "positive_mask", "random_model", "render_prompt", "score_answer",
            "skeleton_model", "solve", "wasserstein_distance")
 

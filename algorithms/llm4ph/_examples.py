@@ -74,8 +74,19 @@ def _seed(key) -> int:
   return int(jax.random.randint(key, (), 0, 10_000))
 
 
+def _filtered_graph(seed, n=7):
+  """A random graph on ``n`` vertices (each pair with probability 0.6), vertices at 0,
+  edges at times 1..E in a random order."""
+  rng = np.random.default_rng(_tasks._check_int("seed", seed))  # pylint: disable=protected-access
+  pairs = np.array([(a, b) for a in range(n) for b in range(a + 1, n)], np.int32)
+  e = pairs[rng.random(len(pairs)) < 0.6]
+  return _tasks.FilteredGraph(e, rng.permutation(len(e)) + 1.0, np.zeros(n))
+
+
 def _inst(seed, task="h1_pairs"):
-  return _tasks.make_instance(task, "small", seed)
+  gs = (_filtered_graph(seed),)
+  params = {"k": 2} if task == "simplex_count" else {"time": 5.0}
+  return _tasks.Instance(task, "small", seed, gs, params, _tasks.solve(task, gs, params))
 
 
 def _codes(text: str) -> np.ndarray:
@@ -92,19 +103,16 @@ _HOST = dict(jittable=False, vmappable=False)
 _BAD_INSTANCE = ("not an instance", "edge_list")
 
 EXAMPLES = EXAMPLES + (
-    Example(name="make_instance",
-            fn=lambda seed: _answer_numbers(_tasks.make_instance("betti", "small", seed).answer),
-            make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
-    Example(name="make_instances",
-            fn=lambda seed: np.array([len(i.graphs[0].edges_Ex2) for i in
-                                      _tasks.make_instances("components", "small", 3, seed)]),
+    Example(name="design_separations",
+            fn=lambda seed: _tasks.design_separations((_filtered_graph(seed),
+                                                       _filtered_graph(seed + 1))),
             make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
     Example(name="render_prompt", fn=lambda seed: _codes(_tasks.render_prompt(
-        _tasks.make_instance("h0_pairs", "small", seed), "adjacency_list"))[:40],
+        _inst(seed, "h0_pairs"), "adjacency_list"))[:40],
             make_args=lambda key: (_seed(key),), bad_args=(2.5,), **_HOST),
     Example(name="parse_prompt",
             fn=lambda seed: _tasks.parse_prompt(_tasks.render_prompt(
-                _tasks.make_instance("h0_pairs", "small", seed), "edge_list"))[1][0].edges_Ex2.size,
+                _inst(seed, "h0_pairs"), "edge_list"))[1][0].edges_Ex2.size,
             make_args=lambda key: (_seed(key),), bad_args=(-3,), **_HOST),
     Example(name="solve", fn=lambda seed: _answer_numbers(_tasks.solve(
         "h1_pairs", _inst(seed).graphs, {})),
@@ -137,15 +145,15 @@ EXAMPLES = EXAMPLES + (
         [_tasks.render_prompt(_inst(1), "edge_list")])[0]),
             make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
     Example(name="majority_model", fn=lambda seed: _codes(_harness.majority_model(
-        _tasks.make_instances("components", "small", 3, seed))(
+        [_inst(seed + i, "components") for i in range(3)])(
             [_tasks.render_prompt(_inst(1, "components"), "edge_list")])[0]),
             make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
     Example(name="evaluate", fn=lambda seed: np.array([r.correct for r in _harness.evaluate(
-        _harness.oracle_model(), _tasks.make_instances("betti", "small", 2, seed))], np.int32),
+        _harness.oracle_model(), [_inst(seed, "betti"), _inst(seed + 1, "betti")])], np.int32),
             make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
     Example(name="accuracy_table", fn=lambda seed: np.array([v["accuracy"] for v in
                                                              _harness.accuracy_table(
-        _harness.evaluate(_harness.random_model(seed), _tasks.make_instances(
-            "components", "small", 4, 0))).values()]),
+        _harness.evaluate(_harness.random_model(seed), [_inst(i, "components")
+                                                        for i in range(4)])).values()]),
             make_args=lambda key: (_seed(key),), bad_args=(-1,), **_HOST),
 )

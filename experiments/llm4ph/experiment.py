@@ -36,6 +36,7 @@ import ml_collections
 import numpy as np
 
 from reprojax.algorithms import llm4ph
+from reprojax.data import llm4ph as llm4ph_data
 from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.llm4ph import plots
@@ -67,7 +68,7 @@ def instances(config, reference: bool = False) -> list[llm4ph.Instance]:
   """Every task at every size, ``num_instances`` each (the reference set: other seeds)."""
   start = int(config.seed) * 100_000 + (50_000 if reference else 0)
   return [inst for task in config.tasks for size in config.sizes
-          for inst in llm4ph.make_instances(task, size, int(config.num_instances), start)]
+          for inst in llm4ph_data.make_instances(task, size, int(config.num_instances), start)]
 
 
 def _graph_filtration(inst: llm4ph.Instance, g: llm4ph.FilteredGraph):

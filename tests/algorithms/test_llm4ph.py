@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from reprojax.algorithms import llm4ph
+from reprojax.data import llm4ph as llm4ph_data
 
 
 def _random_graph(rng):
@@ -208,7 +209,7 @@ def test_every_task_answer_equals_gudhi_and_networkx(size):
   """The exact answers, recomputed with gudhi (filtration values, diagrams) and networkx
   (components, cliques), on 6 instances of each task at each size."""
   for task in llm4ph.TASKS:
-    for inst in llm4ph.make_instances(task, size, 6, seed=10):
+    for inst in llm4ph_data.make_instances(task, size, 6, seed=10):
       g = inst.graphs[0]
       n = len(g.vertex_values_V)
       assert llm4ph.SIZES[size][0] <= n <= llm4ph.SIZES[size][1]
@@ -264,8 +265,8 @@ def test_every_task_answer_equals_gudhi_and_networkx(size):
 def test_prompts_round_trip_and_the_oracle_is_exact():
   """Each prompt, in both encodings, gives back its graphs; the oracle (the engine on the
   parsed prompt) answers every engine-defined task exactly, its answer lines parse back."""
-  insts = [i for t in llm4ph.TASKS for i in llm4ph.make_instances(t, "small", 3, seed=5)]
-  insts += llm4ph.make_instances("h1_pairs", "large", 2, seed=5)
+  insts = [i for t in llm4ph.TASKS for i in llm4ph_data.make_instances(t, "small", 3, seed=5)]
+  insts += llm4ph_data.make_instances("h1_pairs", "large", 2, seed=5)
   for inst in insts:
     for enc in llm4ph.ENCODINGS:
       task, graphs, params = llm4ph.parse_prompt(llm4ph.render_prompt(inst, enc))
@@ -281,7 +282,7 @@ def test_prompts_round_trip_and_the_oracle_is_exact():
 
 
 def test_answers_parse_leniently_and_score():
-  inst = llm4ph.make_instance("h1_pairs", "small", 3)  # pairs (6, 10), (8, 11)
+  inst = llm4ph_data.make_instance("h1_pairs", "small", 3)  # pairs (6, 10), (8, 11)
   assert inst.answer == ((6.0, 10.0), (8.0, 11.0))
   assert llm4ph.score_answer(inst, "so...\nAnswer: [(8, 11), (6,10)]").correct
   s = llm4ph.score_answer(inst, "Answer: [(6, 10)]")
@@ -306,8 +307,8 @@ def test_answers_parse_leniently_and_score():
 
 
 def test_baselines_and_accuracy_table():
-  insts = [i for t in llm4ph.TASKS for i in llm4ph.make_instances(t, "small", 4, seed=7)]
-  ref = [i for t in llm4ph.TASKS for i in llm4ph.make_instances(t, "small", 4, seed=70)]
+  insts = [i for t in llm4ph.TASKS for i in llm4ph_data.make_instances(t, "small", 4, seed=7)]
+  ref = [i for t in llm4ph.TASKS for i in llm4ph_data.make_instances(t, "small", 4, seed=70)]
   skeleton = llm4ph.accuracy_table(llm4ph.evaluate(llm4ph.skeleton_model(), insts), by=("task",))
   assert skeleton[("components",)]["accuracy"] == skeleton[("h0_pairs",)]["accuracy"] == 1.0
   assert skeleton[("simplex_count",)]["accuracy"] < 1.0  # blind to triangles
@@ -324,11 +325,11 @@ def test_baselines_and_accuracy_table():
 
 def test_benchmark_bad_input():
   with pytest.raises(ValueError, match="task"):
-    llm4ph.make_instance("persistence_landscape", "small", 0)
+    llm4ph_data.make_instance("persistence_landscape", "small", 0)
   with pytest.raises(ValueError, match="size"):
-    llm4ph.make_instance("betti", "huge", 0)
+    llm4ph_data.make_instance("betti", "huge", 0)
   with pytest.raises(ValueError, match="encoding"):
-    llm4ph.render_prompt(llm4ph.make_instance("betti", "small", 0), "incidence_matrix")
+    llm4ph.render_prompt(llm4ph_data.make_instance("betti", "small", 0), "incidence_matrix")
   with pytest.raises(ValueError, match="prompt"):
     llm4ph.parse_prompt("What is a Betti number?")
   with pytest.raises(ValueError, match="edges_Ex2"):
@@ -336,4 +337,4 @@ def test_benchmark_bad_input():
   with pytest.raises(ValueError, match="answer"):
     llm4ph.format_answer("betti", 3)
   with pytest.raises(ValueError, match="texts"):
-    llm4ph.evaluate(lambda prompts: [], llm4ph.make_instances("betti", "small", 1))
+    llm4ph.evaluate(lambda prompts: [], llm4ph_data.make_instances("betti", "small", 1))

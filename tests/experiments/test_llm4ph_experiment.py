@@ -6,6 +6,7 @@ import os
 import pytest
 
 from reprojax.algorithms import llm4ph
+from reprojax.data import llm4ph as llm4ph_data
 from reprojax.experiments import registry
 from reprojax.experiments import sharding
 from reprojax.experiments.llm4ph import experiment
@@ -28,7 +29,7 @@ def test_tiny_run_checks_the_engine_and_scores_every_baseline(tmp_path):
 
 def test_padded_graphs_keep_every_diagram():
   """Padding (isolated vertices, self-loops) changes no diagram; 8 devices = the host."""
-  insts = [llm4ph.make_instance(t, "medium", 3) for t in ("betti", "h0_pairs", "h1_pairs")]
+  insts = [llm4ph_data.make_instance(t, "medium", 3) for t in ("betti", "h0_pairs", "h1_pairs")]
   graphs = experiment.checked_graphs(insts)
   e, ev, vv = experiment.pad_graphs(graphs, num_vertices=16, num_edges=64)
   assert e.shape == (3, 64, 2) and vv.shape == (3, 16)

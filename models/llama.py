@@ -1,0 +1,457 @@
+"""A LLaMA-style decoder (Flax Linen) with a KV-cached, batched greedy ``generate``.
+
+The suite's pretrained-language-model architecture, shared by the papers that run a real
+small LM (``llm4ph``, ``pdr``); :mod:`reprojax.models.smollm2` loads SmolLM2-135M-Instruct
+into it. It is the architecture of Touvron et al. (2023) as Hugging Face's ``LlamaModel``
+computes it, so weights in that layout load unchanged:
+
+* token embedding ``E (V, D)``; ``n_layers`` pre-norm blocks
+  ``x += Attn(RMSNorm(x)); x += MLP(RMSNorm(x))``; a final RMSNorm; logits ``h E^T`` when the
+  embeddings are tied, else a separate ``lm_head``.
+* ``RMSNorm(x) = x / sqrt(mean(x^2) + eps) * g``.
+* grouped-query attention: ``n_heads`` query heads share ``n_kv_heads`` key/value heads
+  (query head ``i`` reads key/value head ``i // (n_heads / n_kv_heads)``), causal, scaled by
+  ``1 / sqrt(head_dim)``, no biases.
+* rotary position embedding in the "rotate half" form: with ``x = [x1, x2]`` (the two halves of
+  a head), ``rope(x, p) = [x1 cos - x2 sin, x2 cos + x1 sin]``, angles ``p theta^(-2j/H)``,
+  ``j < H/2``. (llama.cpp's GGUF files store Q and K rows permuted for the interleaved form;
+  the loader undoes that, see :mod:`reprojax.models.smollm2`.)
+* SwiGLU MLP: ``down(silu(gate(x)) * up(x))``.
+
+Parameter paths (layer ``i`` in ``layers_{i}``; kernels are ``(in, out)``, the transpose of a
+PyTorch ``Linear`` weight)::
+
+  params["params"]["embed"]                                      (V, D)
+  params["params"]["layers_{i}"]["attn_norm"]["scale"]           (D,)
+  params["params"]["layers_{i}"]["attn"]["q_proj"]["kernel"]     (D, N*H); k_proj, v_proj (D, K*H)
+  params["params"]["layers_{i}"]["attn"]["o_proj"]["kernel"]     (N*H, D)
+  params["params"]["layers_{i}"]["mlp_norm"]["scale"]            (D,)
+  params["params"]["layers_{i}"]["mlp"]["gate_proj"]["kernel"]   (D, F); up_proj (D, F); down_proj (F, D)
+  params["params"]["final_norm"]["scale"]                        (D,)
+  params["params"]["lm_head"]["kernel"]                          (D, V), untied only
+
+The layers are a Python loop, not an ``nn.scan`` over stacked weights: scanning slices every
+layer's weights out of the stack at each step, a copy on CPU (SmolLM2's decode step took 2x
+longer fully optimised, 5x with the test suite's ``JAX_DISABLE_MOST_OPTIMIZATIONS``); the
+price is a longer trace and compile (SmolLM2's ``generate``: about 3.5 s on 2 cores).
+
+Padding. Every entry takes an optional ``mask_BxT`` (1 for a real token, 0 for padding);
+padding is never attended to, and the rotary positions count real tokens only (a token's
+position is the number of real tokens before it), so a left-padded, right-padded or unpadded
+prompt gives its real tokens the same logits.
+
+Precision: float32 by default (``LlamaConfig.dtype``); RMSNorm, RoPE, the attention softmax
+and the logits are computed in float32 whatever the dtype. On GPUs XLA may run float32
+matmuls in TF32 unless ``jax.default_matmul_precision("highest")`` is set; the agreement with
+transformers in ``tests/models/test_llama.py`` (max |logit difference| 1e-4) is on CPU.
+
+References:
+  Touvron et al., "LLaMA: Open and Efficient Foundation Language Models", 2023;
+  Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", 2021;
+  Ainslie et al., "GQA: Training Generalized Multi-Query Transformer Models", 2023;
+  Shazeer, "GLU Variants Improve Transformer", 2020.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any, NamedTuple, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class LlamaConfig:
+  """Sizes of a LLaMA decoder. Frozen (hashable), so it can be a static argument of ``jit``."""
+
+  vocab_size: int  # V
+  d_model: int  # D
+  n_layers: int  # L
+  n_heads: int  # N query heads; head_dim H = D / N
+  n_kv_heads: int  # key/value heads, dividing n_heads (n_heads: plain multi-head attention)
+  d_ff: int  # hidden width of the SwiGLU MLP
+  rope_theta: float = 10000.0  # rotary base theta
+  norm_eps: float = 1e-5  # RMSNorm epsilon
+  tie_embeddings: bool = True  # logits = h E^T (True) or a separate lm_head
+  max_len: int = 2048  # longest sequence (prompt plus generated tokens) that is accepted
+  dtype: str = "float32"  # parameter and activation dtype
+
+  def __post_init__(self):
+    for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "max_len"):
+      value = getattr(self, name)
+      if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"LlamaConfig.{name} must be a positive int, got {value!r}")
+    if self.d_model % self.n_heads:
+      raise ValueError(f"LlamaConfig.d_model={self.d_model} must be divisible by "
+                       f"n_heads={self.n_heads}")
+    if self.head_dim % 2:
+      raise ValueError(f"LlamaConfig head_dim = d_model / n_heads must be even for the rotary "
+                       f"embedding, got {self.head_dim}")
+    if self.n_heads % self.n_kv_heads:
+      raise ValueError(f"LlamaConfig.n_heads={self.n_heads} must be a multiple of "
+                       f"n_kv_heads={self.n_kv_heads}")
+    if not (self.rope_theta > 1.0 and math.isfinite(self.rope_theta)):
+      raise ValueError(f"LlamaConfig.rope_theta must be a finite number > 1, got "
+                       f"{self.rope_theta!r}")
+    if not (self.norm_eps > 0.0):
+      raise ValueError(f"LlamaConfig.norm_eps must be > 0, got {self.norm_eps!r}")
+    if self.dtype not in ("float32", "bfloat16", "float16"):
+      raise ValueError(f"LlamaConfig.dtype must be 'float32', 'bfloat16' or 'float16', "
+                       f"got {self.dtype!r}")
+
+  @property
+  def head_dim(self) -> int:
+    return self.d_model // self.n_heads
+
+
+class KVCache(NamedTuple):
+  """Keys and values by cache slot: one ``(B, S, n_kv_heads, head_dim)`` array per layer."""
+
+  k_BxSxKxH: tuple[jax.Array, ...]
+  v_BxSxKxH: tuple[jax.Array, ...]
+
+  @classmethod
+  def zeros(cls, config: "LlamaConfig", batch: int, slots: int) -> "KVCache":
+    shape = (batch, slots, config.n_kv_heads, config.head_dim)
+    return cls(*(tuple(jnp.zeros(shape, config.dtype) for _ in range(config.n_layers))
+                 for _ in range(2)))
+
+
+class Generation(NamedTuple):
+  """What :func:`generate` returns.
+
+  ``tokens_BxN``: the new tokens of each row, the stopping eos included when one came, then
+  ``pad_id``. ``lengths_B``: how many new tokens come before the stop (the eos excluded), so
+  ``tokens_BxN[b, :lengths_B[b]]`` is the text. ``stopped_B``: whether the row stopped at an
+  eos (else it ran into ``max_new_tokens``).
+  """
+
+  tokens_BxN: jax.Array
+  lengths_B: jax.Array
+  stopped_B: jax.Array
+
+
+def _is_concrete(x) -> bool:
+  return not isinstance(x, jax.core.Tracer)
+
+
+def _check_ids(ids_BxT, vocab_size: int, name: str = "ids_BxT"):
+  """Rank always; dtype and range when the values are concrete (outside ``jit``)."""
+  if jnp.ndim(ids_BxT) != 2:
+    raise ValueError(f"{name} must be a (batch, length) array of token ids, got shape "
+                     f"{jnp.shape(ids_BxT)}")
+  if not jnp.issubdtype(jnp.result_type(ids_BxT), jnp.integer):
+    raise ValueError(f"{name} must hold integer token ids, got dtype {jnp.result_type(ids_BxT)}")
+  if _is_concrete(ids_BxT) and np.size(ids_BxT):
+    ids = np.asarray(ids_BxT)
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= vocab_size:
+      raise ValueError(f"{name} must lie in [0, vocab_size={vocab_size}), got values in "
+                       f"[{lo}, {hi}]")
+
+
+def _check_mask(mask_BxT, shape, name: str = "mask_BxT"):
+  if tuple(jnp.shape(mask_BxT)) != tuple(shape):
+    raise ValueError(f"{name} must have the shape of ids_BxT {tuple(shape)}, got "
+                     f"{tuple(jnp.shape(mask_BxT))}")
+
+
+def rope_angles(positions_BxT: jax.Array, head_dim: int, theta: float):
+  """``(sin, cos)`` of the rotary angles ``p theta^(-2j/H)``, each ``(B, T, H/2)``, float32."""
+  inv_freq_J = 1.0 / (theta ** (jnp.arange(0, head_dim, 2, dtype=jnp.float32) / head_dim))
+  angles_BxTxJ = positions_BxT.astype(jnp.float32)[..., None] * inv_freq_J
+  return jnp.sin(angles_BxTxJ), jnp.cos(angles_BxTxJ)
+
+
+def apply_rope(x_BxTxNxH: jax.Array, sin_BxTxJ: jax.Array, cos_BxTxJ: jax.Array) -> jax.Array:
+  """Rotate-half RoPE: ``[x1 cos - x2 sin, x2 cos + x1 sin]`` over the two halves of a head."""
+  x1, x2 = jnp.split(x_BxTxNxH.astype(jnp.float32), 2, axis=-1)
+  sin, cos = sin_BxTxJ[:, :, None, :], cos_BxTxJ[:, :, None, :]
+  return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).astype(x_BxTxNxH.dtype)
+
+
+class RMSNorm(nn.Module):
+  """``x / sqrt(mean(x^2) + eps) * scale`` over the last axis, computed in float32."""
+
+  eps: float
+  dtype: Any = jnp.float32
+
+  @nn.compact
+  def __call__(self, x_BxTxD):
+    scale_D = self.param("scale", nn.initializers.ones, (x_BxTxD.shape[-1],), self.dtype)
+    x = x_BxTxD.astype(jnp.float32)
+    x = x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + self.eps)
+    return (x * scale_D.astype(jnp.float32)).astype(x_BxTxD.dtype)
+
+
+class Attention(nn.Module):
+  """Causal grouped-query self-attention over a KV cache (or over the input alone)."""
+
+  config: LlamaConfig
+
+  @nn.compact
+  def __call__(self, x_BxTxD, sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv, index):
+    """``cache_kv``: ``None`` (attend within ``x``) or per-layer ``(k, v)`` ``(B, S, K, H)``
+    into which this call's keys and values are written at slot ``index`` first.
+
+    Returns the output ``(B, T, D)`` and ``(k, v)``: the updated per-layer cache, or (no
+    cache) this call's keys and values ``(B, T, K, H)``.
+    """
+    c = self.config
+    b, t, _ = x_BxTxD.shape
+    h, kv, g = c.head_dim, c.n_kv_heads, c.n_heads // c.n_kv_heads
+    dense = functools.partial(nn.Dense, use_bias=False, dtype=c.dtype, param_dtype=c.dtype,
+                              kernel_init=nn.initializers.normal(0.02))
+    q_BxTxNxH = dense(c.n_heads * h, name="q_proj")(x_BxTxD).reshape(b, t, c.n_heads, h)
+    k_BxTxKxH = dense(kv * h, name="k_proj")(x_BxTxD).reshape(b, t, kv, h)
+    v_BxTxKxH = dense(kv * h, name="v_proj")(x_BxTxD).reshape(b, t, kv, h)
+    q_BxTxNxH = apply_rope(q_BxTxNxH, sin_BxTxJ, cos_BxTxJ)
+    k_BxTxKxH = apply_rope(k_BxTxKxH, sin_BxTxJ, cos_BxTxJ)
+    if cache_kv is None:
+      keys_BxSxKxH, values_BxSxKxH = k_BxTxKxH, v_BxTxKxH
+    else:
+      keys_BxSxKxH = jax.lax.dynamic_update_slice_in_dim(cache_kv[0], k_BxTxKxH, index, axis=1)
+      values_BxSxKxH = jax.lax.dynamic_update_slice_in_dim(cache_kv[1], v_BxTxKxH, index, axis=1)
+    q_BxTxKxGxH = q_BxTxNxH.reshape(b, t, kv, g, h)
+    logits = jnp.einsum("btkgh,bskh->bkgts", q_BxTxKxGxH, keys_BxSxKxH,
+                        preferred_element_type=jnp.float32) / math.sqrt(h)
+    logits = jnp.where(allowed_BxTxS[:, None, None], logits, jnp.finfo(jnp.float32).min)
+    weights = jax.nn.softmax(logits, axis=-1).astype(values_BxSxKxH.dtype)
+    out_BxTxKxGxH = jnp.einsum("bkgts,bskh->btkgh", weights, values_BxSxKxH)
+    out = dense(c.d_model, name="o_proj")(out_BxTxKxGxH.reshape(b, t, c.n_heads * h))
+    return out, (keys_BxSxKxH, values_BxSxKxH)
+
+
+class Block(nn.Module):
+  """One pre-norm decoder layer: ``x += Attn(RMSNorm(x)); x += Mlp(RMSNorm(x))``."""
+
+  config: LlamaConfig
+
+  @nn.compact
+  def __call__(self, x_BxTxD, sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv=None, index=0):
+    c = self.config
+    a, new_kv = Attention(c, name="attn")(RMSNorm(c.norm_eps, c.dtype, name="attn_norm")(x_BxTxD),
+                                          sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv, index)
+    x_BxTxD = x_BxTxD + a
+    x_BxTxD = x_BxTxD + Mlp(c, name="mlp")(RMSNorm(c.norm_eps, c.dtype, name="mlp_norm")(x_BxTxD))
+    return x_BxTxD, new_kv
+
+
+class Mlp(nn.Module):
+  """SwiGLU: ``down_proj(silu(gate_proj(x)) * up_proj(x))``."""
+
+  config: LlamaConfig
+
+  @nn.compact
+  def __call__(self, x_BxTxD):
+    c = self.config
+    dense = functools.partial(nn.Dense, use_bias=False, dtype=c.dtype, param_dtype=c.dtype,
+                              kernel_init=nn.initializers.normal(0.02))
+    gate = dense(c.d_ff, name="gate_proj")(x_BxTxD)
+    up = dense(c.d_ff, name="up_proj")(x_BxTxD)
+    return dense(c.d_model, name="down_proj")(nn.silu(gate) * up)
+
+
+def _positions(mask_BxT):
+  """A token's rotary position: the number of real tokens before it (0 for padding)."""
+  return jnp.maximum(jnp.cumsum(mask_BxT.astype(jnp.int32), axis=1) - 1, 0)
+
+
+class Llama(nn.Module):
+  """``Llama(config).apply(params, ids_BxT, mask_BxT=None) -> logits_BxTxV`` (float32).
+
+  ``mask_BxT`` (default: all ones) marks real tokens; padding is not attended to, and the
+  logits at padded positions are meaningless. ``ids_BxT`` outside ``[0, vocab_size)`` raise
+  ``ValueError`` when called eagerly; under ``jit`` (values unknown) they give NaN logits.
+  :meth:`decode` is the cached form that :func:`generate` uses.
+  """
+
+  config: LlamaConfig
+
+  def setup(self):
+    c = self.config
+    self.embed = self.param("embed", nn.initializers.normal(0.02), (c.vocab_size, c.d_model),
+                            c.dtype)
+    self.layers = [Block(c, name=f"layers_{i}") for i in range(c.n_layers)]
+    self.final_norm = RMSNorm(c.norm_eps, c.dtype)
+    if not c.tie_embeddings:
+      self.lm_head = nn.Dense(c.vocab_size, use_bias=False, dtype=c.dtype, param_dtype=c.dtype,
+                              kernel_init=nn.initializers.normal(0.02))
+
+  def _embed(self, ids_BxT):
+    # mode="fill": an out-of-range id under jit gives NaN rather than a clipped, wrong token
+    return jnp.take(self.embed, ids_BxT, axis=0, mode="fill", fill_value=jnp.nan)
+
+  def _logits(self, h_BxTxD):
+    h_BxTxD = self.final_norm(h_BxTxD)
+    if self.config.tie_embeddings:
+      out = jnp.einsum("btd,vd->btv", h_BxTxD, self.embed, preferred_element_type=jnp.float32)
+    else:
+      out = self.lm_head(h_BxTxD)
+    return out.astype(jnp.float32)
+
+  def __call__(self, ids_BxT: jax.Array, mask_BxT: jax.Array | None = None) -> jax.Array:
+    c = self.config
+    _check_ids(ids_BxT, c.vocab_size)
+    b, t = jnp.shape(ids_BxT)
+    if t > c.max_len:
+      raise ValueError(f"ids_BxT has {t} tokens, more than config.max_len={c.max_len}")
+    if mask_BxT is None:
+      mask_BxT = jnp.ones((b, t), bool)
+    _check_mask(mask_BxT, (b, t))
+    mask_BxT = jnp.asarray(mask_BxT).astype(bool)
+    sin, cos = rope_angles(_positions(mask_BxT), c.head_dim, c.rope_theta)
+    causal_TxT = jnp.tril(jnp.ones((t, t), bool))
+    allowed_BxTxT = causal_TxT[None] & mask_BxT[:, None, :]
+    h_BxTxD = self._embed(ids_BxT)
+    for layer in self.layers:
+      h_BxTxD, _ = layer(h_BxTxD, sin, cos, allowed_BxTxT)
+    return self._logits(h_BxTxD)
+
+  def decode(self, ids_BxT, positions_BxT, cache: KVCache, index, key_mask_BxS, last_only=True):
+    """Runs ``ids_BxT`` at cache slots ``index .. index+T-1``.
+
+    ``positions_BxT``: their rotary positions; ``key_mask_BxS``: which cache slots hold real
+    tokens (this call's slots included). A query at slot ``s`` attends to real slots ``<= s``.
+    Returns the logits ``(B, V)`` of the last slot (``last_only``) or ``(B, T, V)``, and the
+    cache with this call's keys and values written in.
+    """
+    c = self.config
+    t, s = ids_BxT.shape[1], key_mask_BxS.shape[1]
+    sin, cos = rope_angles(positions_BxT, c.head_dim, c.rope_theta)
+    slot_T = index + jnp.arange(t)
+    allowed_BxTxS = (jnp.arange(s)[None, :] <= slot_T[:, None])[None] & key_mask_BxS[:, None, :]
+    h = self._embed(ids_BxT)
+    ks, vs = [], []
+    for layer, k_BxSxKxH, v_BxSxKxH in zip(self.layers, cache.k_BxSxKxH, cache.v_BxSxKxH):
+      h, (k_BxSxKxH, v_BxSxKxH) = layer(h, sin, cos, allowed_BxTxS, (k_BxSxKxH, v_BxSxKxH), index)
+      ks.append(k_BxSxKxH)
+      vs.append(v_BxSxKxH)
+    cache = KVCache(tuple(ks), tuple(vs))
+    if last_only:
+      h = h[:, -1:]
+    logits = self._logits(h)
+    return (logits[:, 0] if last_only else logits), cache
+
+
+def init(config: LlamaConfig, key: jax.Array) -> Any:
+  """Random parameters (normal(0.02) weights, unit norm scales) of ``Llama(config)``."""
+  return Llama(config).init(key, jnp.zeros((1, 1), jnp.int32))
+
+
+def param_shapes(config: LlamaConfig) -> Any:
+  """The parameter pytree of ``Llama(config)`` as ``jax.ShapeDtypeStruct``s (no compute)."""
+  return jax.eval_shape(lambda: init(config, jax.random.key(0)))
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0, side: str = "left",
+              multiple: int = 1) -> tuple[np.ndarray, np.ndarray]:
+  """Token lists -> ``(ids_BxT, mask_BxT)`` numpy arrays, padded on ``side`` to one length.
+
+  The length is the longest sequence rounded up to ``multiple`` (fewer distinct shapes, so
+  fewer compiles).
+  """
+  if side not in ("left", "right"):
+    raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+  if not seqs or any(len(s) == 0 for s in seqs):
+    raise ValueError(f"seqs must be a non-empty list of non-empty token lists, got lengths "
+                     f"{[len(s) for s in seqs]}")
+  if multiple < 1:
+    raise ValueError(f"multiple must be >= 1, got {multiple}")
+  t = -(-max(len(s) for s in seqs) // multiple) * multiple
+  ids = np.full((len(seqs), t), pad_id, np.int32)
+  mask = np.zeros((len(seqs), t), bool)
+  for i, s in enumerate(seqs):
+    sl = slice(t - len(s), t) if side == "left" else slice(0, len(s))
+    ids[i, sl] = s
+    mask[i, sl] = True
+  return ids, mask
+
+
+@functools.partial(jax.jit, static_argnames=("config", "max_new_tokens", "eos_ids", "pad_id"))
+def _generate(params, ids_BxT, mask_BxT, *, config, max_new_tokens, eos_ids, pad_id):
+  model = Llama(config)
+  b, t = ids_BxT.shape
+  s = t + max_new_tokens
+  # Move every row's real tokens to the end (stable), so the last prompt token of every
+  # row sits at slot t - 1 whatever the padding; new tokens then go to slots t, t+1, ...
+  order_BxT = jnp.argsort(mask_BxT.astype(jnp.int32), axis=1, stable=True)
+  ids_BxT = jnp.take_along_axis(ids_BxT, order_BxT, axis=1)
+  mask_BxT = jnp.take_along_axis(mask_BxT, order_BxT, axis=1)
+  n_real_B = mask_BxT.sum(axis=1).astype(jnp.int32)
+  key_mask_BxS = jnp.concatenate([mask_BxT, jnp.ones((b, max_new_tokens), bool)], axis=1)
+  logits_BxV, cache = model.apply(params, ids_BxT, _positions(mask_BxT), KVCache.zeros(config, b, s),
+                                  0, key_mask_BxS, method=Llama.decode)
+  eos_E = jnp.asarray(eos_ids if eos_ids else (-1,), jnp.int32)
+
+  def cond(state):
+    i, _, _, _, done_B, _ = state
+    return (i < max_new_tokens) & ~jnp.all(done_B)
+
+  def body(state):
+    i, logits_BxV, cache, tokens_BxN, done_B, lengths_B = state
+    next_B = jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
+    is_eos_B = jnp.isin(next_B, eos_E)
+    tokens_BxN = tokens_BxN.at[:, i].set(jnp.where(done_B, pad_id, next_B))
+    lengths_B = lengths_B + (~done_B & ~is_eos_B)
+    done_B = done_B | is_eos_B
+    logits_BxV, cache = model.apply(params, next_B[:, None], (n_real_B + i)[:, None], cache,
+                                    t + i, key_mask_BxS, method=Llama.decode)
+    return i + 1, logits_BxV, cache, tokens_BxN, done_B, lengths_B
+
+  state = (jnp.int32(0), logits_BxV, cache, jnp.full((b, max_new_tokens), pad_id, jnp.int32),
+           jnp.zeros((b,), bool), jnp.zeros((b,), jnp.int32))
+  _, _, _, tokens_BxN, done_B, lengths_B = jax.lax.while_loop(cond, body, state)
+  return Generation(tokens_BxN, lengths_B, done_B)
+
+
+def generate(config: LlamaConfig, params: Any, ids_BxT, mask_BxT=None, *, max_new_tokens: int,
+             eos_ids: Sequence[int] = (), pad_id: int = 0) -> Generation:
+  """Greedy decoding of a batch of prompts with a KV cache, in one jitted program.
+
+  Args:
+    config: the model's sizes.
+    params: ``Llama(config)``'s parameters.
+    ids_BxT: int prompt tokens, padded on either side (or both) to one length ``T``.
+    mask_BxT: 1 for real tokens (default: all real); every row needs at least one.
+    max_new_tokens: ``N``, the most tokens generated per row.
+    eos_ids: tokens that end a row (the row then emits ``pad_id``); the loop ends early when
+      every row has ended.
+    pad_id: the filler after a row's end in ``tokens_BxN``.
+
+  Returns:
+    :class:`Generation` ``(tokens_BxN, lengths_B, stopped_B)``. Each row is what greedy
+    decoding of that prompt alone would give: the step is ``argmax`` of the next-token
+    logits, the padding is invisible to the model (masked keys, positions counting real
+    tokens only). Compiles once per ``(B, T, N)`` and config; pad ``T`` to a few bucket
+    sizes (:func:`pad_batch`'s ``multiple``) to reuse programs.
+  """
+  _check_ids(ids_BxT, config.vocab_size)
+  b, t = np.shape(ids_BxT)
+  if b < 1 or t < 1:
+    raise ValueError(f"ids_BxT must have at least one row and one token, got shape {(b, t)}")
+  if mask_BxT is None:
+    mask_BxT = np.ones((b, t), bool)
+  _check_mask(mask_BxT, (b, t))
+  if _is_concrete(mask_BxT):
+    m = np.asarray(mask_BxT)
+    if not np.all(m.any(axis=1)):
+      raise ValueError(f"mask_BxT must mark at least one real token per row; rows "
+                       f"{np.nonzero(~m.any(axis=1))[0].tolist()} are all padding")
+  if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
+    raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+  if t + max_new_tokens > config.max_len:
+    raise ValueError(f"prompt length {t} + max_new_tokens {max_new_tokens} exceeds "
+                     f"config.max_len={config.max_len}")
+  eos_ids = tuple(int(e) for e in eos_ids)
+  bad = [e for e in eos_ids if not 0 <= e < config.vocab_size]
+  if bad:
+    raise ValueError(f"eos_ids must lie in [0, vocab_size={config.vocab_size}), got {bad}")
+  return _generate(params, jnp.asarray(ids_BxT, jnp.int32), jnp.asarray(mask_BxT, bool),
+                   config=config, max_new_tokens=int(max_new_tokens), eos_ids=eos_ids,
+                   pad_id=int(pad_id))
