@@ -44,7 +44,9 @@ def _metrics(gap=0.3, se=0.05, gudhi=0, lm=True):
     m.update({f"{name}_structure_acc": 0.5, f"{name}_transition_acc": 0.5 - gap,
               f"{name}_ordering_gap": gap, f"{name}_ordering_gap_se": se})
   if lm:
-    m.update({"lm_n": 18, "lm_parsed": 0.8})
+    m.update({"lm_n": 18, "lm_parsed": 0.8, "lm_acc": 0.3, "lm_acc_se": 0.05,
+              "random_on_lm_acc": 0.1, "random_on_lm_acc_se": 0.03,
+              "majority_on_lm_acc": 0.2, "majority_on_lm_acc_se": 0.04})
   return m
 
 
@@ -53,6 +55,8 @@ def test_claims_on_hand_made_metrics():
   c = {x.id: x for x in experiment.claims(config, _metrics())}
   assert c["lm_struggles_with_transitions"].holds and c["lm_struggles_with_transitions"].kind == "paper"
   assert c["engine_equals_gudhi"].holds and c["oracle_exact"].holds
+  assert not c["lm_above_chance"].holds  # 0.3 - 0.2 < 2 * hypot(0.05, 0.04)
+  assert "majority 0.200" in c["lm_above_chance"].ours
   c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.08, se=0.05, gudhi=1))}
   assert not c["lm_struggles_with_transitions"].holds  # within 2 s.e.
   assert not c["engine_equals_gudhi"].holds
