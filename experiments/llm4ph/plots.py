@@ -32,10 +32,10 @@ def plot_tasks(workdir, config, m):
            color=color)
   ax.set_xticks(np.arange(len(tasks)),
                 [f"{t.replace('_', ' ')}\n({llm4ph.LEVEL_OF[t]})" for t in tasks], fontsize=7)
-  ax.set(ylabel="exact-match accuracy", ylim=(0, 1.05),
+  ax.set(ylabel="exact-match accuracy", ylim=(0, 1.22),
          title=f"LLM4PH tasks, {int(m['num_instances'])} instances x "
                f"{len(config.encodings)} encodings")
-  ax.legend(fontsize=7, ncol=len(models))
+  ax.legend(fontsize=7, ncol=len(models), loc="upper center")
   fig.tight_layout()
   plotting.save(fig, workdir, "tasks.png")
 
