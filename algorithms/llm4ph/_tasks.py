@@ -455,6 +455,8 @@ def parse_answer(task: str, text: str, lenient: bool = True) -> Any:
   _check_choice("task", task, TASKS)
   if not isinstance(text, str):
     raise ValueError(f"text must be a str, got {type(text).__name__}")
+  if not isinstance(lenient, (bool, np.bool_)):
+    raise ValueError(f"lenient must be a bool, got {lenient!r}")
   s, marked = _find_answer(text)
   if not marked and not lenient:
     return None
