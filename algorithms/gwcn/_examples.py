@@ -173,7 +173,10 @@ EXAMPLES = (
             bad_args=_mismatched_edges(), jittable=False, vmappable=False),
     Example("propagate_ell", lambda ell, x: propagate(ell, x), _ell_and_signal,
             vmappable=False),  # built on the host from the edge values; bad input: test_gwcn
-    Example("to_ell", lambda s, r, w: to_ell(SparseOperator(s, r, w), _N), _ring_edges,
+    # to_ell's tables take their shapes from the degrees (and one weight where a bucket's are
+    # all equal): the example returns the product through them, whose shape is fixed
+    Example("to_ell", lambda s, r, w: propagate(to_ell(SparseOperator(s, r, w), _N),
+                                                np.ones((_N, 2), np.float32)), _ring_edges,
             bad_args=_mismatched_edges(), jittable=False, vmappable=False),  # host numpy
     Example("propagate_dense", propagate,
             lambda k: (_example_adjacency(k), _uniform_NxN(k)[:, :3]),

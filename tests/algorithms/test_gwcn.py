@@ -337,3 +337,26 @@ def test_csr_bad_input():
     gwcn.propagate(csr, jnp.ones((6, 2)), 2)
   with pytest.raises(ValueError, match="outside jit"):
     jax.jit(lambda w: gwcn.to_csr(op._replace(weights_E=w), 6))(jnp.ones(2))
+
+
+@pytest.mark.parametrize("features,max_buckets", [(1, 32), (8, 32), (1, 3)])
+def test_ell_uniform_weights_are_stored_once_and_equal_scipy(features, max_buckets):
+  """An unweighted graph's GWCN shift (one weight, A / (n rho)): every unpadded bucket
+  keeps a single [1, 1] weight; padded buckets (few geometric widths) keep their tables;
+  the product equals scipy's either way."""
+  rng = np.random.default_rng(features)
+  n = 80
+  a = np.triu(rng.random((n, n)) < 0.1, 1)
+  r, s = np.nonzero(a | a.T)
+  op = gwcn.gwcn_shift(jnp.asarray(s, jnp.int32), jnp.asarray(r, jnp.int32),
+                       jnp.ones(s.size, jnp.float32), n)
+  ell = gwcn.to_ell(op, n, max_buckets)
+  shapes = [w.shape for w in ell.weights]
+  if max_buckets == 32:
+    assert all(sh == (1, 1) for sh in shapes)
+  else:
+    assert any(sh != (1, 1) for sh in shapes)  # geometric widths pad some rows
+  x = rng.normal(size=(n, features)).astype(np.float32)
+  want = scipy.sparse.csr_matrix((np.asarray(op.weights_E), (r, s)), shape=(n, n)) @ x
+  got = jax.jit(gwcn.propagate)(ell, jnp.asarray(x))
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
