@@ -14,7 +14,8 @@ The run:
 3. scores the oracle, 1-skeleton, random and majority baselines on every instance in
    both encodings, and the language model (``config.lm``) on the first
    ``lm_num_instances`` of each task at ``lm_sizes`` in ``lm_encodings``, writing every
-   output of the language model to ``<workdir>/outputs_<lm>.jsonl``.
+   output of the language model to ``<workdir>/outputs_<lm>.jsonl``, and the accuracy
+   of every model per task, size and encoding to ``<workdir>/accuracy.md``.
 
 Per model ``m`` the metrics are ``m_<task>_<size>_<encoding>_acc``, ``m_<task>_acc``,
 ``m_level_<level>_acc`` (with ``_se``), ``m_enc_<encoding>_acc``, ``m_parsed`` (an answer
@@ -187,6 +188,23 @@ def _summarise(metrics, name, records) -> None:
     metrics[f"{name}_ordering_gap"], metrics[f"{name}_ordering_gap_se"] = a - b, float(se)
 
 
+def accuracy_markdown(config, metrics) -> str:
+  """Per-task accuracy of every model, a column per size and encoding (``accuracy.md``)."""
+  names = [n for n in BASELINES + ("lm",) if f"{n}_parsed" in metrics]
+  cols = [(s, e) for s in config.sizes for e in config.encodings]
+  out = []
+  for name in names:
+    out += [f"### {name}", "", "| task | level | " + " | ".join(f"{s}, {e.replace('_', ' ')}"
+                                                          for s, e in cols) + " |",
+            "|---|---|" + "---|" * len(cols)]
+    for task in config.tasks:
+      cells = [metrics.get(f"{name}_{task}_{s}_{e}_acc") for s, e in cols]
+      out.append(f"| {task} | {llm4ph.LEVEL_OF[task]} | " + " | ".join(
+          "-" if c is None else f"{c:.2f}" for c in cells) + " |")
+    out.append("")
+  return "\n".join(out)
+
+
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   """The benchmark run of the module docstring; returns the metrics."""
   _check_config(config)
@@ -234,6 +252,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
       with open(os.path.join(workdir, f"outputs_{config.lm}.jsonl"), "w") as f:
         for r in records:
           f.write(json.dumps(r._asdict(), default=float) + "\n")
+  if jax.process_index() == 0:
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(workdir, "accuracy.md"), "w") as f:
+      f.write(accuracy_markdown(config, metrics))
   plots.plot_tasks(workdir, config, metrics)
   plots.plot_levels(workdir, config, metrics)
   return metrics

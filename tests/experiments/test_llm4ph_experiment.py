@@ -23,6 +23,8 @@ def test_tiny_run_checks_the_engine_and_scores_every_baseline(tmp_path):
     assert m[f"{name}_parsed"] == 1.0 and f"{name}_ordering_gap" in m
   assert "lm_parsed" not in m  # config.lm = ""
   assert os.path.isfile(tmp_path / "tasks.png") and os.path.isfile(tmp_path / "levels.png")
+  table = (tmp_path / "accuracy.md").read_text()
+  assert "### oracle" in table and "| h1_pairs | persistence | 1.00 | 1.00 |" in table
   ids = [c.id for c in experiment.claims(config, m)]
   assert ids == ["engine_equals_gudhi", "oracle_exact", "skeleton_ordering", "random_ordering"]
 
