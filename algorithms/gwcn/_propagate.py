@@ -48,8 +48,8 @@ def to_ell(shift: SparseOperator, num_nodes: int, max_buckets: int = 32) -> EllO
 
   The path for few features (F = 1 to a few) on CPU, where the edge list's
   ``segment_sum`` pays for XLA's scatter-add: here every row is a contiguous dense
-  sum (at 1M edges and F = 1 it ties scipy's single-threaded CSR product, where
-  ``segment_sum`` takes 1.5x scipy's time; at F = 32 use :func:`to_csr`). Rows of equal in-degree share a bucket (no padding) while there are at most
+  sum (at 1M edges and F = 1 it is level with or faster than scipy's single-threaded CSR
+  product, where ``segment_sum`` takes 1.5x scipy's time; at F = 32 use :func:`to_csr`). Rows of equal in-degree share a bucket (no padding) while there are at most
   ``max_buckets`` distinct degrees; beyond that, bucket widths are geometric from the
   smallest to the largest degree and a row is padded up to its bucket's width, by at most
   the ratio of consecutive widths, ``(d_max / d_min)^(1 / (max_buckets - 1))`` (1.25 for
