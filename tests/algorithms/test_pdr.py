@@ -1,0 +1,127 @@
+"""PDR's orchestration on scripted generators: the token accounting against a hand count,
+bounded workspaces, determinism, PDR with one round equal to best-of-N, selection by the
+model's own scores and never by a verifier, and bad input."""
+
+import itertools
+
+import jax
+import pytest
+
+from reprojax.algorithms import pdr
+from reprojax.algorithms.pdr._examples import toy_generator
+
+
+class Scripted:
+  """Returns scripted drafts call by call: ``script[c]`` lists (length, score) per prompt;
+  each draft's tokens are its call and position, so workspaces can be read back."""
+
+  def __init__(self, script):
+    self.script, self.prompts = list(script), []
+
+  def __call__(self, prompts, max_new_tokens, key):
+    del key
+    c = len(self.prompts)
+    self.prompts.append([tuple(p) for p in prompts])
+    spec = self.script[c]
+    assert len(spec) == len(prompts)
+    return [pdr.Draft(tuple([10 * (c + 1) + i] * n), s) for i, (n, s) in enumerate(spec)]
+
+
+def test_accounting_equals_a_hand_count():
+  gen = Scripted([[(3, 0.1), (5, 0.9), (4, 0.5)],   # round 1: three drafts
+                  [(2, 0.3), (5, 0.2)],             # round 2: two
+                  [(4, 0.0)]])                      # round 3: the refinement
+  trace = pdr.pdr(gen, (1, 2, 3), (3, 2, 1), draft_tokens=5, workspace_tokens=12,
+                  key=jax.random.key(0), mode="shared_top_k", k=2, separator=(0,))
+  # round 2's workspace: drafts 1 (score .9, 5 tokens) and 2 (.5, 4), joined: 5 + 1 + 4 = 10
+  ws2 = (11,) * 5 + (0,) + (12,) * 4
+  assert gen.prompts[1] == [(1, 2, 3, 0) + ws2] * 2
+  # round 3's: round 2's drafts 0 (.3, 2 tokens) and 1 (.2, 5): 2 + 1 + 5 = 8
+  ws3 = (20,) * 2 + (0,) + (21,) * 5
+  assert gen.prompts[2] == [(1, 2, 3, 0) + ws3]
+  assert trace.answer == (30,) * 4
+  # sequential: the longest draft of each round, 5 + 5 + 4; total: 12 + 7 + 4;
+  # context: round 2's prompt (3 + 1 + 10) plus its longest draft (5) = 19
+  assert trace.budget == pdr.Budget(sequential_tokens=14, total_tokens=23, max_context=19, calls=3)
+  assert [len(r.drafts) for r in trace.rounds] == [3, 2, 1]
+
+
+def test_global_summary_is_one_more_sequential_call():
+  gen = Scripted([[(3, 0.1), (5, 0.9)], [(9, 0.0)], [(4, 0.0)]])  # drafts, summary, refine
+  trace = pdr.pdr(gen, (1,), (2, 1), draft_tokens=5, workspace_tokens=6, key=jax.random.key(0),
+                  mode="global_summary", summary_prompt=lambda ds: (99,) + tuple(ds[0]))
+  assert gen.prompts[1] == [(99, 10, 10, 10)]  # the summary call sees the drafts
+  assert trace.rounds[0].summary.tokens == (20,) * 6  # truncated to the workspace bound
+  assert gen.prompts[2] == [(1, 0) + (20,) * 6]
+  # context: the refinement's prompt (1 + 1 + 6) and its 4 tokens; the summary call's 4 + 6
+  assert trace.budget == pdr.Budget(sequential_tokens=5 + 6 + 4, total_tokens=8 + 6 + 4,
+                                    max_context=1 + 1 + 6 + 4, calls=3)
+
+
+@pytest.mark.parametrize("mode", pdr.DISTILL_MODES)
+def test_workspaces_stay_bounded_and_runs_are_deterministic(mode):
+  summary = (lambda ds: tuple(t for d in ds for t in d)) if mode == "global_summary" else None
+  for widths, bound in itertools.product([(4, 3, 1), (1, 1, 1), (5,), (2, 6, 2)], (6, 9, 20)):
+    kw = dict(draft_tokens=6, workspace_tokens=bound, mode=mode, k=3, summary_prompt=summary)
+    a = pdr.pdr(toy_generator, (5, 6), widths, key=jax.random.key(1), **kw)
+    assert a == pdr.pdr(toy_generator, (5, 6), widths, key=jax.random.key(1), **kw)
+    for r in a.rounds:
+      assert len(r.workspaces) == len(r.drafts)
+      assert all(len(w) <= bound for w in r.workspaces)
+      assert all(1 <= len(d.tokens) <= 6 for d in r.drafts)
+    assert a.budget.max_context <= 2 + 1 + bound + 6 or mode == "global_summary"
+    b = pdr.pdr(toy_generator, (5, 6), widths, key=jax.random.key(2), **kw)
+    assert a.budget.calls == b.budget.calls
+
+
+def test_one_round_is_best_of_n():
+  for n, seed in itertools.product((1, 3, 8), range(4)):
+    key = jax.random.key(seed)
+    a = pdr.pdr(toy_generator, (4, 4), (n,), draft_tokens=7, workspace_tokens=7, key=key)
+    b = pdr.best_of_n(toy_generator, (4, 4), n, draft_tokens=7, key=key)
+    assert a == b
+    assert a.answer == max(a.rounds[0].drafts, key=lambda d: d.score).tokens
+
+
+def test_selection_follows_the_models_scores_never_a_verifier():
+  """A verifier-only signal (which drafts are correct) is planted against the model's scores:
+  the workspace carries the drafts the model prefers, whichever are correct."""
+  correct = {10: True, 11: False, 12: False, 13: True}  # by token id; the model never sees it
+  scores = [0.1, 0.9, 0.8, 0.2]  # the model prefers the wrong drafts
+  gen = Scripted([[(2, s) for s in scores], [(1, 0.0)]])
+  trace = pdr.pdr(gen, (1,), (4, 1), draft_tokens=2, workspace_tokens=5,
+                  key=jax.random.key(0), mode="shared_top_k", k=2)
+  carried = {t for t in trace.rounds[1].workspaces[0] if t}
+  assert carried == {11, 12} and not any(correct[t] for t in carried)
+  ws = [pdr.distill(m, trace.rounds[0].drafts, 3, 5, jax.random.key(3), k=2)[0]
+        for m in ("shared_top_k", "per_sample_top_k", "random_k")]
+  # flipping the verifier's labels changes nothing: distill has no argument that could see them
+  assert ws == [pdr.distill(m, trace.rounds[0].drafts, 3, 5, jax.random.key(3), k=2)[0]
+                for m in ("shared_top_k", "per_sample_top_k", "random_k")]
+
+
+def test_sequential_refinement_and_join():
+  gen = Scripted([[(3, 0.0)], [(2, 0.0)], [(4, 0.0)]])
+  trace = pdr.sequential_refinement(gen, (1,), 3, draft_tokens=4, workspace_tokens=4,
+                                    key=jax.random.key(0))
+  assert gen.prompts[1:] == [[(1, 0, 10, 10, 10)], [(1, 0, 20, 20)]]
+  assert trace.budget.sequential_tokens == trace.budget.total_tokens == 9
+  assert pdr.join_drafts([(1, 2), (3, 4, 5), (6,)], 6, (0,)) == (1, 2, 0, 3, 4, 5)
+  assert pdr.join_drafts([(1, 2), (3, 4, 5)], 1, (0,)) == ()
+
+
+def test_bad_input():
+  kw = dict(draft_tokens=4, workspace_tokens=8, key=jax.random.key(0))
+  with pytest.raises(ValueError, match="empty width schedule"):
+    pdr.pdr(toy_generator, (1,), (), **kw)
+  with pytest.raises(ValueError, match="below one draft"):
+    pdr.pdr(toy_generator, (1,), (2, 1), draft_tokens=8, workspace_tokens=4,
+            key=jax.random.key(0))
+  with pytest.raises(ValueError, match="mode"):
+    pdr.pdr(toy_generator, (1,), (2, 1), mode="vote", **kw)
+  with pytest.raises(ValueError, match="summary_prompt"):
+    pdr.pdr(toy_generator, (1,), (2, 1), mode="global_summary", **kw)
+  with pytest.raises(ValueError, match="widths"):
+    pdr.pdr(toy_generator, (1,), (2, 0), **kw)
+  with pytest.raises(ValueError, match="drafts for"):
+    pdr.pdr(lambda p, n, k: [], (1,), (2,), **kw)
