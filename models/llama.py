@@ -64,6 +64,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from reprojax.algorithms import pdr
+
 
 @dataclasses.dataclass(frozen=True)
 class LlamaConfig:
@@ -128,12 +130,14 @@ class Generation(NamedTuple):
   ``tokens_BxN``: the new tokens of each row, the stopping eos included when one came, then
   ``pad_id``. ``lengths_B``: how many new tokens come before the stop (the eos excluded), so
   ``tokens_BxN[b, :lengths_B[b]]`` is the text. ``stopped_B``: whether the row stopped at an
-  eos (else it ran into ``max_new_tokens``).
+  eos (else it ran into ``max_new_tokens``). ``logprob_B``: the summed log-probability
+  (temperature 1) of the row's ``lengths_B`` tokens, the model's own score of its text.
   """
 
   tokens_BxN: jax.Array
   lengths_B: jax.Array
   stopped_B: jax.Array
+  logprob_B: jax.Array | None = None
 
 
 def _is_concrete(x) -> bool:
@@ -373,8 +377,10 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0, side: str = "left"
   return ids, mask
 
 
-@functools.partial(jax.jit, static_argnames=("config", "max_new_tokens", "eos_ids", "pad_id"))
-def _generate(params, ids_BxT, mask_BxT, *, config, max_new_tokens, eos_ids, pad_id):
+@functools.partial(jax.jit, static_argnames=("config", "max_new_tokens", "eos_ids", "pad_id",
+                                             "temperature"))
+def _generate(params, ids_BxT, mask_BxT, key, *, config, max_new_tokens, eos_ids, pad_id,
+              temperature):
   model = Llama(config)
   b, t = ids_BxT.shape
   s = t + max_new_tokens
@@ -390,29 +396,38 @@ def _generate(params, ids_BxT, mask_BxT, *, config, max_new_tokens, eos_ids, pad
   eos_E = jnp.asarray(eos_ids if eos_ids else (-1,), jnp.int32)
 
   def cond(state):
-    i, _, _, _, done_B, _ = state
+    i, _, _, _, done_B, _, _ = state
     return (i < max_new_tokens) & ~jnp.all(done_B)
 
   def body(state):
-    i, logits_BxV, cache, tokens_BxN, done_B, lengths_B = state
-    next_B = jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
+    i, logits_BxV, cache, tokens_BxN, done_B, lengths_B, logprob_B = state
+    logits_BxV = logits_BxV.astype(jnp.float32)
+    if temperature > 0:
+      next_B = jax.random.categorical(jax.random.fold_in(key, i), logits_BxV / temperature)
+    else:
+      next_B = jnp.argmax(logits_BxV, axis=-1)
+    next_B = next_B.astype(jnp.int32)
     is_eos_B = jnp.isin(next_B, eos_E)
+    counted_B = ~done_B & ~is_eos_B
+    token_lp_B = jnp.take_along_axis(jax.nn.log_softmax(logits_BxV), next_B[:, None], 1)[:, 0]
+    logprob_B = logprob_B + jnp.where(counted_B, token_lp_B, 0.0)
     tokens_BxN = tokens_BxN.at[:, i].set(jnp.where(done_B, pad_id, next_B))
-    lengths_B = lengths_B + (~done_B & ~is_eos_B)
+    lengths_B = lengths_B + counted_B
     done_B = done_B | is_eos_B
     logits_BxV, cache = model.apply(params, next_B[:, None], (n_real_B + i)[:, None], cache,
                                     t + i, key_mask_BxS, method=Llama.decode)
-    return i + 1, logits_BxV, cache, tokens_BxN, done_B, lengths_B
+    return i + 1, logits_BxV, cache, tokens_BxN, done_B, lengths_B, logprob_B
 
   state = (jnp.int32(0), logits_BxV, cache, jnp.full((b, max_new_tokens), pad_id, jnp.int32),
-           jnp.zeros((b,), bool), jnp.zeros((b,), jnp.int32))
-  _, _, _, tokens_BxN, done_B, lengths_B = jax.lax.while_loop(cond, body, state)
-  return Generation(tokens_BxN, lengths_B, done_B)
+           jnp.zeros((b,), bool), jnp.zeros((b,), jnp.int32), jnp.zeros((b,), jnp.float32))
+  _, _, _, tokens_BxN, done_B, lengths_B, logprob_B = jax.lax.while_loop(cond, body, state)
+  return Generation(tokens_BxN, lengths_B, done_B, logprob_B)
 
 
 def generate(config: LlamaConfig, params: Any, ids_BxT, mask_BxT=None, *, max_new_tokens: int,
-             eos_ids: Sequence[int] = (), pad_id: int = 0) -> Generation:
-  """Greedy decoding of a batch of prompts with a KV cache, in one jitted program.
+             eos_ids: Sequence[int] = (), pad_id: int = 0, temperature: float = 0.0,
+             key: jax.Array | None = None) -> Generation:
+  """Greedy or sampled decoding of a batch of prompts with a KV cache, in one jitted program.
 
   Args:
     config: the model's sizes.
@@ -423,6 +438,9 @@ def generate(config: LlamaConfig, params: Any, ids_BxT, mask_BxT=None, *, max_ne
     eos_ids: tokens that end a row (the row then emits ``pad_id``); the loop ends early when
       every row has ended.
     pad_id: the filler after a row's end in ``tokens_BxN``.
+    temperature: 0 (default) decodes greedily; above 0 samples each token from
+      ``softmax(logits / temperature)`` with ``fold_in(key, step)`` (rows drawn independently).
+    key: the sampling key (needed when ``temperature > 0``).
 
   Returns:
     :class:`Generation` ``(tokens_BxN, lengths_B, stopped_B)``. Each row is what greedy
@@ -452,6 +470,32 @@ def generate(config: LlamaConfig, params: Any, ids_BxT, mask_BxT=None, *, max_ne
   bad = [e for e in eos_ids if not 0 <= e < config.vocab_size]
   if bad:
     raise ValueError(f"eos_ids must lie in [0, vocab_size={config.vocab_size}), got {bad}")
-  return _generate(params, jnp.asarray(ids_BxT, jnp.int32), jnp.asarray(mask_BxT, bool),
+  if (isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.floating))
+      or not 0.0 <= float(temperature) < float("inf")):
+    raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+  if temperature > 0 and key is None:
+    raise ValueError("key is needed to sample (temperature > 0)")
+  key = jax.random.key(0) if key is None else key
+  return _generate(params, jnp.asarray(ids_BxT, jnp.int32), jnp.asarray(mask_BxT, bool), key,
                    config=config, max_new_tokens=int(max_new_tokens), eos_ids=eos_ids,
-                   pad_id=int(pad_id))
+                   pad_id=int(pad_id), temperature=float(temperature))
+
+
+def token_generator(config: LlamaConfig, params: Any, *, temperature: float = 0.7,
+                    eos_ids: Sequence[int] = (), pad_id: int = 0, multiple: int = 32):
+  """The model as a batched token generator for orchestration (``reprojax.algorithms.pdr``):
+  ``(prompts, max_new_tokens, key) -> [pdr.Draft(tokens, score)]``, all prompts in one
+  :func:`generate` call (left-padded to a multiple of ``multiple``), each draft sampled at
+  ``temperature`` and scored by its mean token log-probability (the model's own confidence;
+  0 for an empty draft)."""
+  def call(prompts, max_new_tokens, key):
+    ids, mask = pad_batch([list(p) for p in prompts], pad_id, "left", multiple)
+    gen = generate(config, params, ids, mask, max_new_tokens=max_new_tokens, eos_ids=eos_ids,
+                   pad_id=pad_id, temperature=temperature, key=key)
+    tokens, lengths, logp = (np.asarray(x) for x in (gen.tokens_BxN, gen.lengths_B,
+                                                     gen.logprob_B))
+    return [pdr.Draft(tuple(int(t) for t in tokens[b, :lengths[b]]),
+                      float(logp[b] / lengths[b]) if lengths[b] else 0.0)
+            for b in range(len(prompts))]
+
+  return call

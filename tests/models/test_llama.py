@@ -92,7 +92,7 @@ def test_batched_generation_matches_transformers_greedy(smol, ref):
   n = 12
   gen = llama.generate(config, params, ids_BxT, mask_BxT, max_new_tokens=n, eos_ids=(0, 2),
                        pad_id=2)
-  tokens_BxN, lengths_B, stopped_B = map(np.asarray, gen)
+  tokens_BxN, lengths_B, stopped_B, _ = map(np.asarray, gen)
   for i in range(n_prompts):
     want = ref[f"greedy_{i}"]
     stops = len(want) < n or want[-1] == 2
@@ -217,7 +217,7 @@ def test_generation_stops_at_eos(tiny):
   free = np.asarray(llama.generate(TINY, params, ids, mask, max_new_tokens=6).tokens_BxN)
   eos = int(free[0, 2])
   assert eos not in free[0, :2]
-  tokens, lengths, stopped = map(np.asarray, llama.generate(
+  tokens, lengths, stopped, _ = map(np.asarray, llama.generate(
       TINY, params, ids, mask, max_new_tokens=6, eos_ids=(eos,), pad_id=36))
   assert tokens[0, :3].tolist() == free[0, :3].tolist() and (tokens[0, 3:] == 36).all()
   assert lengths[0] == 2 and stopped[0]
@@ -226,6 +226,44 @@ def test_generation_stops_at_eos(tiny):
     k = int(hits[0]) if len(hits) else 6
     assert tokens[b, :min(k + 1, 6)].tolist() == free[b, :min(k + 1, 6)].tolist()
     assert lengths[b] == k and stopped[b] == bool(len(hits))
+
+
+def test_sampling_is_keyed_and_log_probabilities_are_the_models(tiny):
+  """Sampled rows are a function of the key; ``logprob_B`` equals the sum of the full
+  forward pass's log-softmax at each generated token (temperature 1, left padding)."""
+  params, apply = tiny
+  rng = np.random.default_rng(5)
+  seqs = [rng.integers(0, TINY.vocab_size, n).tolist() for n in (4, 6)]
+  ids, mask = llama.pad_batch(seqs, pad_id=0, side="left")
+  kw = dict(max_new_tokens=5, temperature=1.0)
+  a = llama.generate(TINY, params, ids, mask, key=jax.random.key(1), **kw)
+  b = llama.generate(TINY, params, ids, mask, key=jax.random.key(1), **kw)
+  c = llama.generate(TINY, params, ids, mask, key=jax.random.key(2), **kw)
+  np.testing.assert_array_equal(a.tokens_BxN, b.tokens_BxN)
+  assert not np.array_equal(np.asarray(a.tokens_BxN), np.asarray(c.tokens_BxN))
+  for row, seq in enumerate(seqs):
+    full = np.array([seq + np.asarray(a.tokens_BxN)[row].tolist()], np.int32)
+    logp = np.asarray(jax.nn.log_softmax(apply(params, full, np.ones_like(full, bool))))[0]
+    want = sum(logp[len(seq) - 1 + j, full[0, len(seq) + j]] for j in range(5))
+    np.testing.assert_allclose(np.asarray(a.logprob_B)[row], want, rtol=1e-4, atol=1e-4)
+  with pytest.raises(ValueError, match="key"):
+    llama.generate(TINY, params, ids, mask, **kw)
+  with pytest.raises(ValueError, match="temperature"):
+    llama.generate(TINY, params, ids, mask, max_new_tokens=2, temperature=-1.0)
+
+
+def test_token_generator_runs_pdr_with_exact_accounting(tiny):
+  """The model as PDR's generator: one batched, sampled call a round; the budget counts
+  exactly the tokens the model generated; the drafts of a round differ (sampling)."""
+  from reprojax.algorithms import pdr  # pylint: disable=g-import-not-at-top
+  params, _ = tiny
+  gen = llama.token_generator(TINY, params, temperature=1.0, multiple=8)
+  trace = pdr.pdr(gen, (3, 4, 5), (3, 1), draft_tokens=4, workspace_tokens=8,
+                  key=jax.random.key(0))
+  drafts = trace.rounds[0].drafts
+  assert len({d.tokens for d in drafts}) > 1 and all(d.score < 0 for d in drafts)
+  assert trace.budget.total_tokens == sum(len(d.tokens) for r in trace.rounds for d in r.drafts)
+  assert trace.budget.calls == 2
 
 
 def _permute_like_llama_cpp(w, n_heads):
