@@ -31,31 +31,14 @@ import numpy as np
 from reprojax.algorithms import llm4ph
 from reprojax.data import graphs
 from reprojax.experiments import bench
+from reprojax.experiments.llm4ph import experiment
 
 _N = 1000
 
 
-def _gudhi_tree(edges, ev, vv, dim=2):
-  import gudhi  # pylint: disable=g-import-not-at-top
-  st = gudhi.SimplexTree()
-  for i, f in enumerate(vv):
-    st.insert([i], filtration=float(f))
-  for (a, b), f in zip(edges.tolist(), ev.tolist()):
-    st.insert([a, b], filtration=f)
-  if dim == 2:
-    st.expansion(2)
-  st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
-  return st
-
-
-def _points(d):
-  d = np.asarray(d, np.float64).reshape(-1, 2)
-  return sorted(map(tuple, d[d[:, 1] > d[:, 0]]))
-
-
 def _same_diagrams(ours, peer):
-  same = all(_points(a) == _points(b) for a, b in zip(ours, peer))
-  n = sum(len(_points(a)) for a in ours)
+  same = all(experiment.positive_points(a) == experiment.positive_points(b) for a, b in zip(ours, peer))
+  n = sum(len(experiment.positive_points(a)) for a in ours)
   return same, f"{n} diagram points, {'all equal' if same else 'DIFFERENT'}"
 
 
@@ -91,7 +74,7 @@ def workloads(full: bool) -> list[bench.Workload]:
       return ph.h0_Px2, ph.h1_Qx2
 
     def peer(e=e, ev=ev, vv=vv):
-      st = _gudhi_tree(e, ev, vv)
+      st = experiment.gudhi_tree(e, ev, vv)
       return tuple(st.persistence_intervals_in_dimension(d) for d in (0, 1))
 
     tris = len(llm4ph.cliques(e, _N, 2))
@@ -106,7 +89,7 @@ def workloads(full: bool) -> list[bench.Workload]:
   batched = jax.jit(llm4ph.h0_persistence)
 
   def loop():
-    return [_gudhi_tree(e[e[:, 0] != e[:, 1]], ev[e[:, 0] != e[:, 1]], vv, dim=1)
+    return [experiment.gudhi_tree(e[e[:, 0] != e[:, 1]], ev[e[:, 0] != e[:, 1]], vv, dim=1)
             .persistence_intervals_in_dimension(0) for e, ev, vv in zip(*batch)]
 
   out.append(bench.Workload(

@@ -83,32 +83,41 @@ def checked_graphs(insts) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
   return [(g.edges_Ex2, *_graph_filtration(inst, g)) for inst in insts for g in inst.graphs]
 
 
-def gudhi_mismatches(graphs) -> int:
-  """Graphs whose positive H0 or H1 points differ from gudhi's (gudhi: the test extra)."""
+def gudhi_tree(edges, edge_values, vertex_values, dim: int = 2):
+  """gudhi's ``SimplexTree`` of the filtered graph, expanded to its clique complex's
+  ``dim``-skeleton, persistence computed over Z2 (gudhi: the test extra)."""
   try:
     import gudhi  # pylint: disable=g-import-not-at-top
   except ImportError as e:
     raise ImportError("the engine check needs gudhi (pip install 'gudhi>=3.9,<4', part of "
                       "the test extra), or set config.check_gudhi = False") from e
+  st = gudhi.SimplexTree()
+  for i, f in enumerate(vertex_values):
+    st.insert([i], filtration=float(f))
+  for (a, b), f in zip(np.asarray(edges).tolist(), np.asarray(edge_values).tolist()):
+    st.insert([a, b], filtration=float(f))
+  if dim > 1:
+    st.expansion(dim)
+  st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
+  return st
+
+
+def gudhi_mismatches(graphs) -> int:
+  """Graphs whose positive H0 or H1 points differ from gudhi's."""
   bad = 0
   for edges, ev, vv in graphs:
-    st = gudhi.SimplexTree()
-    for i, f in enumerate(vv):
-      st.insert([i], filtration=float(f))
-    for (a, b), f in zip(edges, ev):
-      st.insert([int(a), int(b)], filtration=float(f))
-    st.expansion(2)
-    st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
+    st = gudhi_tree(edges, ev, vv)
     ph = llm4ph.clique_persistence(edges, ev, vv)
     for ours, dim in ((ph.h0_Px2, 0), (ph.h1_Qx2, 1)):
       theirs = np.asarray(st.persistence_intervals_in_dimension(dim)).reshape(-1, 2)
-      if _multiset(ours) != _multiset(theirs):
+      if positive_points(ours) != positive_points(theirs):
         bad += 1
         break
   return bad
 
 
-def _multiset(d) -> list[tuple[float, float]]:
+def positive_points(d) -> list[tuple[float, float]]:
+  """A diagram's points of positive persistence, sorted (the multiset gudhi's diagrams keep)."""
   d = np.asarray(d, np.float64).reshape(-1, 2)
   return sorted(map(tuple, d[d[:, 1] > d[:, 0]]))
 
