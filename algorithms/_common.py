@@ -198,3 +198,16 @@ def check_key(name: str, key: Any) -> Any:
     return key
   raise ValueError(f"{name} must be a PRNG key from jax.random.key, got "
                    f"{type(key).__name__} of shape {np.shape(key)}")
+
+
+def check_int(name: str, value: Any, lo: int = 0) -> int:
+  """A Python or numpy integer (not a bool) of at least ``lo``, as an ``int``."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+    raise ValueError(f"{name} must be an int >= {lo}, got {value!r}")
+  return int(value)
+
+
+def check_choice(name: str, value: Any, options) -> None:
+  """A string among ``options``."""
+  if not isinstance(value, str) or value not in options:
+    raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")

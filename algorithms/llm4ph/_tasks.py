@@ -42,6 +42,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from reprojax.algorithms import _common
+
 from reprojax.algorithms.llm4ph._persistence import bottleneck_distance
 from reprojax.algorithms.llm4ph._persistence import clique_persistence
 
@@ -114,15 +116,8 @@ class Instance(NamedTuple):
 # --------------------------------------------------------------------------- checks
 
 
-def _check_choice(name: str, value: Any, options) -> None:
-  if not isinstance(value, str) or value not in options:
-    raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
-
-
-def _check_int(name: str, value: Any, lo: int = 0) -> int:
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-    raise ValueError(f"{name} must be an int >= {lo}, got {value!r}")
-  return int(value)
+_check_choice = _common.check_choice
+_check_int = _common.check_int
 
 
 def _check_edges(edges_Ex2: Any, num_nodes: Any) -> np.ndarray:

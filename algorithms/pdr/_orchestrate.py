@@ -77,10 +77,7 @@ class Trace(NamedTuple):
   budget: Budget
 
 
-def _check_int(name: str, value: Any, lo: int) -> int:
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-    raise ValueError(f"{name} must be an int >= {lo}, got {value!r}")
-  return int(value)
+_check_int = _common.check_int
 
 
 def _check_tokens(name: str, value: Any) -> Tokens:

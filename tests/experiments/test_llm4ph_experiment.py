@@ -35,7 +35,7 @@ def test_padded_graphs_keep_every_diagram():
   graphs = experiment.checked_graphs(insts)
   e, ev, vv = experiment.pad_graphs(graphs, num_vertices=16, num_edges=64)
   assert e.shape == (3, 64, 2) and vv.shape == (3, 16)
-  assert experiment.h0_mismatches(None, sharding.make_mesh(), graphs) == 0
+  assert experiment.h0_mismatches(sharding.make_mesh(), graphs) == 0
 
 
 def _metrics(gap=0.3, se=0.05, gudhi=0, lm=True):
