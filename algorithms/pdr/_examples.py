@@ -25,8 +25,8 @@ def toy_generator(prompts, max_new_tokens, key):
   return out
 
 
-def _summary_prompt(drafts):
-  return tuple(t for d in drafts for t in d[:3])
+def _summary_prompt(question, drafts):
+  return tuple(question) + tuple(t for d in drafts for t in d[:3])
 
 
 def _trace_numbers(trace):
@@ -54,8 +54,22 @@ EXAMPLES = (
         o.sequential_refinement(toy_generator, _Q, rounds, draft_tokens=5, workspace_tokens=5,
                                 key=key)),
             lambda key: (key, 3), bad_args=(jax.random.key(0), 0), **_HOST),
+    Example("pdr_batch", lambda key, n_rounds: np.stack([_trace_numbers(t) for t in o.pdr_batch(
+        toy_generator, (_Q, (3, 4), (5,)), (2,) * n_rounds, draft_tokens=5,
+        workspace_tokens=11, key=key, mode="random_k", control="shuffled")]),
+            lambda key: (key, 2), bad_args=(jax.random.key(0), 0), **_HOST),
+    Example("long_pass", lambda key, rounds: _trace_numbers(o.long_pass(
+        toy_generator, _Q, rounds, draft_tokens=4, key=key)),
+            lambda key: (key, 3), bad_args=(jax.random.key(0), 0), **_HOST),
+    Example("long_pass_batch", lambda key, rounds: np.stack([_trace_numbers(t) for t in
+                                                             o.long_pass_batch(
+        toy_generator, (_Q, (1, 2)), rounds, draft_tokens=4, key=key)]),
+            lambda key: (key, 2), bad_args=(jax.random.key(0), -1), **_HOST),
+    Example("pareto_front", lambda costs: np.array(o.pareto_front(costs, [0.1, 0.5, 0.4, 0.9])),
+            lambda key: (np.asarray(jax.random.uniform(key, (4,))),),
+            bad_args=(np.array([1.0, np.nan, 2.0, 3.0]),), **_HOST),
     Example("distill", lambda key, width: np.array([len(w) for w in o.distill(
-        "random_k", toy_generator([_Q] * 4, 5, key), width, 11, key)[0]]),
+        "random_k", toy_generator([_Q] * 4, 5, key), width, 11, key)]),
             lambda key: (key, 3), bad_args=(jax.random.key(0), 0), **_HOST),
     Example("join_drafts", lambda bound: np.array(o.join_drafts(((1, 2), (3, 4, 5), (6,)),
                                                                 bound, (0,))),
