@@ -54,10 +54,11 @@ EXAMPLES = (
         o.sequential_refinement(toy_generator, _Q, rounds, draft_tokens=5, workspace_tokens=5,
                                 key=key)),
             lambda key: (key, 3), bad_args=(jax.random.key(0), 0), **_HOST),
-    Example("pdr_batch", lambda key, n_rounds: np.stack([_trace_numbers(t) for t in o.pdr_batch(
-        toy_generator, (_Q, (3, 4), (5,)), (2,) * n_rounds, draft_tokens=5,
-        workspace_tokens=11, key=key, mode="random_k", control="shuffled")]),
-            lambda key: (key, 2), bad_args=(jax.random.key(0), 0), **_HOST),
+    Example("pdr_batch", lambda key, workspace_tokens: np.stack([_trace_numbers(t) for t in
+                                                                 o.pdr_batch(
+        toy_generator, (_Q, (3, 4), (5,)), (2, 2, 1), draft_tokens=5,
+        workspace_tokens=workspace_tokens, key=key, mode="random_k", control="shuffled")]),
+            lambda key: (key, 11), bad_args=(jax.random.key(0), 4), **_HOST),
     Example("long_pass", lambda key, rounds: _trace_numbers(o.long_pass(
         toy_generator, _Q, rounds, draft_tokens=4, key=key)),
             lambda key: (key, 3), bad_args=(jax.random.key(0), 0), **_HOST),

@@ -356,9 +356,9 @@ def sequential_refinement(generate: Generator, question: Sequence[int], rounds: 
   return pdr(generate, question, (1,) * rounds, **kwargs)
 
 
-def pareto_front(costs: Sequence[float], accuracies: Sequence[float]) -> tuple[int, ...]:
-  """Indices of the points no other point dominates (cost no higher and accuracy no lower,
-  one of them strictly), by increasing cost: the accuracy-budget frontier."""
+def pareto_front(costs: Sequence[float], accuracies: Sequence[float]) -> np.ndarray:
+  """Which points no other point dominates (cost no higher and accuracy no lower, one of
+  them strictly): a bool mask, the accuracy-budget frontier."""
   c = np.asarray(costs, np.float64)
   a = np.asarray(accuracies, np.float64)
   if c.ndim != 1 or c.shape != a.shape or not c.size:
@@ -366,6 +366,6 @@ def pareto_front(costs: Sequence[float], accuracies: Sequence[float]) -> tuple[i
                      f"got shapes {c.shape} and {a.shape}")
   if not (np.all(np.isfinite(c)) and np.all(np.isfinite(a))):
     raise ValueError("costs and accuracies must be finite")
-  keep = [i for i in range(c.size)
-          if not np.any((c <= c[i]) & (a >= a[i]) & ((c < c[i]) | (a > a[i])))]
-  return tuple(sorted(keep, key=lambda i: (c[i], -a[i], i)))
+  dominated = ((c[None, :] <= c[:, None]) & (a[None, :] >= a[:, None])
+               & ((c[None, :] < c[:, None]) | (a[None, :] > a[:, None])))
+  return ~dominated.any(axis=1)

@@ -201,7 +201,9 @@ def test_long_pass_keeps_every_draft_in_its_context():
 
 def test_pareto_front():
   # (cost, accuracy): (1, .2) (2, .5) (2, .4) dominated, (3, .5) dominated, (4, .9)
-  assert pdr.pareto_front([1, 2, 2, 3, 4], [0.2, 0.5, 0.4, 0.5, 0.9]) == (0, 1, 4)
-  assert pdr.pareto_front([1.0], [0.0]) == (0,)
+  front = pdr.pareto_front([1, 2, 2, 3, 4], [0.2, 0.5, 0.4, 0.5, 0.9])
+  assert front.tolist() == [True, True, False, False, True]
+  assert pdr.pareto_front([1.0], [0.0]).tolist() == [True]
+  assert pdr.pareto_front([1, 1], [0.3, 0.3]).tolist() == [True, True]  # ties both stay
   with pytest.raises(ValueError, match="equal-length"):
     pdr.pareto_front([1, 2], [0.1])
