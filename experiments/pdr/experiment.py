@@ -1,0 +1,353 @@
+"""PDR's experiment: a small decoder trained here to refine its own sorting drafts, run as
+the single long pass, Sequential Refinement, Parallel-Distill-Refine in each distillation
+mode, and best-of-N, at matched sequential budgets.
+
+The run:
+
+1. trains, per model seed, the suite's small decoder (:mod:`reprojax.models.transformer`)
+   on :mod:`reprojax.data.pdr`'s sorting task with ``experiments.train.fit`` (orbax
+   checkpoints under ``<workdir>/model_seed<s>``: a rerun restores the trained model
+   instead of training again);
+2. per model seed and evaluation seed draws ``num_questions`` fresh questions and answers
+   them, every round of every question in one batched generator call, sampled at
+   ``temperature`` and scored by the model's mean token log-probability:
+
+   * ``greedy``: one greedy draft (a reference point, not one of the compared methods);
+   * ``long_r``: the single long pass, ``r`` drafts in one growing context (its last draft
+     answers), ``r = 1 .. rounds``;
+   * ``sr_r``: Sequential Refinement, ``r`` rounds of one draft on the last draft;
+   * ``pdr_<mode>_r``: ``r - 1`` rounds of ``width`` parallel drafts, each distilled into a
+     workspace of at most ``k`` drafts, then one refining draft (``r`` drafts of sequential
+     budget); the headline mode at every ``r``, the others at ``r = rounds``;
+   * ``bon_r``: best-of-N with ``N = width (r - 1) + 1``, PDR's total draft count at
+     ``r``, the model's highest-scoring draft answering (sequential budget: one draft);
+   * ``shuffled_<rounds>``: the headline PDR with every question refined on the drafts of
+     another question (the control);
+
+3. reports per method the exact-match accuracy (mean and s.e. over the ``model seeds x
+   evaluation seeds`` replicates), mean sequential and total generated tokens per question,
+   the longest context, and the Pareto front over sequential and over total tokens, in
+   ``<workdir>/frontier.md`` and the metrics.
+
+Metrics per method ``m``: ``m_acc``, ``m_acc_se``, ``m_seq_tokens``, ``m_total_tokens``,
+``m_max_context``; paired differences ``gap_<a>_vs_<b>`` with ``_se``;
+``workspace_max_tokens`` (the longest workspace any PDR or SR call saw).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Mapping
+
+import jax
+import ml_collections
+import numpy as np
+import optax
+
+from reprojax.algorithms import pdr
+from reprojax.data import pdr as pdr_data
+from reprojax.experiments import results
+from reprojax.experiments import sharding
+from reprojax.experiments import train
+from reprojax.models import llama
+from reprojax.models import transformer
+
+_POS = (0.5, float("inf"))
+CONFIG_RANGES = {"num_questions": (1.5, float("inf")), "rounds": (1.5, float("inf")),
+                 "width": _POS, "k": _POS, "temperature": (0.0, float("inf")),
+                 "train_steps": _POS, "batch_size": _POS, "learning_rate": (0.0, 1.0)}
+
+
+def _check_config(config) -> None:
+  bad = [m for m in config.modes if m not in pdr.DISTILL_MODES]
+  if bad or config.headline_mode not in pdr.DISTILL_MODES:
+    raise ValueError(f"config.modes and config.headline_mode must name modes in "
+                     f"{pdr.DISTILL_MODES}, got {tuple(config.modes)}, {config.headline_mode!r}")
+  if int(config.rounds) < 2:
+    raise ValueError(f"config.rounds must be >= 2 (one round has nothing to refine), got "
+                     f"{config.rounds}")
+  if not config.model_seeds or not config.eval_seeds:
+    raise ValueError("config.model_seeds and config.eval_seeds must name at least one seed")
+
+
+def sorting_task(config) -> pdr_data.SortingTask:
+  t = config.task
+  return pdr_data.SortingTask(length=int(t.length), num_values=int(t.num_values),
+                              max_drafts=int(t.max_drafts), p_correct=float(t.p_correct))
+
+
+def prompt_pad(config) -> int:
+  """Every prompt is left-padded to this length (one compiled program per batch size): the
+  longest prompt, whose workspace holds ``max(width, rounds - 1, k)`` drafts."""
+  task = sorting_task(config)
+  most = max(int(config.width), int(config.rounds) - 1, int(config.k), task.max_drafts)
+  return task.prompt_tokens(most)
+
+
+def model_config(config) -> llama.LlamaConfig:
+  task = sorting_task(config)
+  longest = prompt_pad(config) + max(task.draft_tokens, task.workspace_tokens(int(config.k)))
+  m = config.model
+  return transformer.decoder_config(task.vocab_size, d_model=int(m.d_model),
+                                    n_layers=int(m.n_layers), n_heads=int(m.n_heads),
+                                    max_len=longest)
+
+
+def training_arrays(config, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  task = sorting_task(config)
+  prompts, targets = pdr_data.training_pairs(task, int(config.train_steps) *
+                                             int(config.batch_size), seed)
+  length = task.prompt_tokens(task.max_drafts) + task.draft_tokens
+  return transformer.pack(prompts, targets, length)
+
+
+def train_model(config, mesh, workdir: str, seed: int) -> Any:
+  """The trained decoder's parameters (restored from ``workdir``'s checkpoint when done)."""
+  cfg = model_config(config)
+  arrays = training_arrays(config, 1000 + seed)
+  steps = int(config.train_steps)
+  optimizer = optax.adamw(optax.warmup_cosine_decay_schedule(
+      0.0, float(config.learning_rate), max(1, steps // 10), steps), weight_decay=0.01)
+
+  def loss_fn(params, batch, key):
+    del key
+    return transformer.lm_loss(cfg, params, *batch), {}
+
+  state = train.fit(workdir=workdir, mesh=mesh, init_params=lambda key: llama.init(cfg, key),
+                    loss_fn=loss_fn, optimizer=optimizer, train_arrays=arrays,
+                    batch_size=int(config.batch_size), num_steps=steps, seed=seed,
+                    log_every=100, checkpoint_every=steps)
+  return jax.device_get(state.params)
+
+
+def generator(config, params, temperature: float):
+  return llama.token_generator(model_config(config), params, temperature=temperature,
+                               eos_ids=(pdr_data.EOS,), pad_id=pdr_data.PAD,
+                               multiple=prompt_pad(config))
+
+
+def methods(config) -> list[str]:
+  r_max = int(config.rounds)
+  out = ["greedy"] + [f"long_{r}" for r in range(1, r_max + 1)]
+  out += [f"sr_{r}" for r in range(1, r_max + 1)]
+  out += [f"pdr_{config.headline_mode}_{r}" for r in range(2, r_max + 1)]
+  out += [f"pdr_{m}_{r_max}" for m in config.modes if m != config.headline_mode]
+  out += [f"bon_{r}" for r in range(1, r_max + 1)] + [f"shuffled_{r_max}"]
+  return out
+
+
+def answer_all(config, params, qs: pdr_data.Questions, key: jax.Array
+               ) -> dict[str, tuple[list[pdr.Trace], str]]:
+  """Every method's traces on the questions (see the module docstring)."""
+  gen = generator(config, params, float(config.temperature))
+  task = sorting_task(config)
+  questions = qs.tokens
+  r_max, width = int(config.rounds), int(config.width)
+  common = dict(draft_tokens=task.draft_tokens, separator=(pdr_data.SEP,),
+                prompt=pdr_data.prompt)
+  kw = dict(common, workspace_tokens=task.workspace_tokens(int(config.k)), k=int(config.k),
+            summary_prompt=pdr_data.summary_prompt)
+  out: dict[str, list[pdr.Trace]] = {}
+  out["greedy"] = list(pdr.pdr_batch(generator(config, params, 0.0), questions, (1,),
+                                     key=key, **kw))
+  # the long pass and SR: a run of r_max rounds holds every shorter one (same keys per
+  # round), so budget r reads its first r rounds
+  long_full = pdr.long_pass_batch(gen, questions, r_max, key=key, **common)
+  sr_full = pdr.pdr_batch(gen, questions, (1,) * r_max, key=key, **kw)
+  for r in range(1, r_max + 1):
+    out[f"long_{r}"] = [_prefix(t, r) for t in long_full]
+    out[f"sr_{r}"] = [_prefix(t, r) for t in sr_full]
+  for name in methods(config):
+    if name.startswith("pdr_"):
+      mode, r = name[4:].rsplit("_", 1)
+      out[name] = list(pdr.pdr_batch(gen, questions, (width,) * (int(r) - 1) + (1,), key=key,
+                                     mode=mode, **kw))
+    elif name.startswith("bon_"):
+      n = width * (int(name[4:]) - 1) + 1
+      out[name] = list(pdr.pdr_batch(gen, questions, (n,), key=key, **kw))
+    elif name.startswith("shuffled_"):
+      out[name] = list(pdr.pdr_batch(gen, questions, (width,) * (r_max - 1) + (1,), key=key,
+                                     mode=config.headline_mode, control="shuffled", **kw))
+  return out
+
+
+def _prefix(trace: pdr.Trace, r: int) -> pdr.Trace:
+  """The trace cut after round ``r`` (one draft a round): its answer and budget."""
+  rounds = trace.rounds[:r]
+  seq = sum(len(x.drafts[0].tokens) for x in rounds)
+  ctx = 0
+  for x in rounds:
+    ctx = max(ctx, len(x.workspaces[0]) + len(x.drafts[0].tokens))
+  return pdr.Trace(rounds[-1].drafts[0].tokens, rounds,
+                   pdr.Budget(seq, seq, ctx, len(rounds)))
+
+
+def score(traces, qs: pdr_data.Questions) -> np.ndarray:
+  return np.array([pdr_data.is_correct(t.answer, a) for t, a in zip(traces, qs.answers_QxN)],
+                  np.float64)
+
+
+def frontier_markdown(config, metrics) -> str:
+  names = methods(config)
+  seq = [metrics[f"{n}_seq_tokens"] for n in names]
+  tot = [metrics[f"{n}_total_tokens"] for n in names]
+  acc = [metrics[f"{n}_acc"] for n in names]
+  on_seq, on_tot = pdr.pareto_front(seq, acc), pdr.pareto_front(tot, acc)
+  lines = ["| method | sequential tokens | total tokens | longest context | accuracy | "
+           "front (sequential) | front (total) |", "|---|---|---|---|---|---|---|"]
+  for i, n in enumerate(names):
+    lines.append(f"| {n} | {seq[i]:.1f} | {tot[i]:.1f} | {metrics[f'{n}_max_context']:.0f} | "
+                 f"{acc[i]:.3f} +- {metrics[f'{n}_acc_se']:.3f} | {'yes' if on_seq[i] else ''} | "
+                 f"{'yes' if on_tot[i] else ''} |")
+  return "\n".join(lines) + "\n"
+
+
+def _paired(metrics, per_rep: Mapping[str, list[float]], a: str, b: str) -> None:
+  d = np.asarray(per_rep[a]) - np.asarray(per_rep[b])
+  metrics[f"gap_{a}_vs_{b}"] = float(d.mean())
+  metrics[f"gap_{a}_vs_{b}_se"] = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+  """The run of the module docstring; returns the metrics."""
+  _check_config(config)
+  mesh = sharding.config_mesh(config)
+  metrics: dict[str, float] = {}
+  per_rep: dict[str, list[float]] = {n: [] for n in methods(config)}
+  sums: dict[str, list[float]] = {n: [0.0, 0.0, 0.0] for n in methods(config)}
+  ws_max, t_train, t_eval, count = 0, 0.0, 0.0, 0
+  for ms in config.model_seeds:
+    t0 = time.perf_counter()
+    params = train_model(config, mesh, os.path.join(workdir, f"model_seed{int(ms)}"), int(ms))
+    t_train += time.perf_counter() - t0
+    for es in config.eval_seeds:
+      t0 = time.perf_counter()
+      qs = pdr_data.questions(sorting_task(config), int(config.num_questions),
+                              10_000 * int(ms) + int(es) + 7)
+      traces = answer_all(config, params, qs, jax.random.key(int(es)))
+      for name, ts in traces.items():
+        per_rep[name].append(float(score(ts, qs).mean()))
+        sums[name][0] += np.mean([t.budget.sequential_tokens for t in ts])
+        sums[name][1] += np.mean([t.budget.total_tokens for t in ts])
+        sums[name][2] = max(sums[name][2], max(t.budget.max_context for t in ts))
+        if name != "greedy" and not name.startswith(("long_", "bon_")):
+          ws_max = max([ws_max] + [len(w) for t in ts for x in t.rounds for w in x.workspaces])
+      count += 1
+      t_eval += time.perf_counter() - t0
+  for name, accs in per_rep.items():
+    a = np.asarray(accs)
+    metrics[f"{name}_acc"] = float(a.mean())
+    metrics[f"{name}_acc_se"] = float(a.std(ddof=1) / np.sqrt(a.size)) if a.size > 1 else 0.0
+    metrics[f"{name}_seq_tokens"] = sums[name][0] / count
+    metrics[f"{name}_total_tokens"] = sums[name][1] / count
+    metrics[f"{name}_max_context"] = float(sums[name][2])
+  r = int(config.rounds)
+  head = f"pdr_{config.headline_mode}_{r}"
+  for a, b in ((f"sr_{r}", f"long_{r}"), (head, f"long_{r}"), (head, f"sr_{r}"),
+               (head, f"shuffled_{r}"), (head, f"bon_{r}"), (f"sr_{r}", "sr_1")):
+    _paired(metrics, per_rep, a, b)
+  metrics["workspace_max_tokens"] = float(ws_max)
+  metrics["workspace_bound"] = float(sorting_task(config).workspace_tokens(int(config.k)))
+  metrics["replicates"] = float(count)
+  metrics["time_train_s"] = t_train
+  metrics["time_eval_s"] = t_eval
+  if jax.process_index() == 0:
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(workdir, "frontier.md"), "w") as f:
+      f.write(frontier_markdown(config, metrics))
+  return metrics
+
+
+def _sig(m, a: str, b: str) -> tuple[bool, str]:
+  g, se = m[f"gap_{a}_vs_{b}"], m[f"gap_{a}_vs_{b}_se"]
+  return bool(g > 0 and g > 2 * se), f"{m[f'{a}_acc']:.3f} vs {m[f'{b}_acc']:.3f}: {g:+.3f} +- {se:.3f}"
+
+
+def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
+           ) -> list[results.Claim]:
+  """The claims, from the config and :func:`run`'s metrics alone (pure).
+
+  A method "beats" another when the paired accuracy difference over the replicates is
+  positive and above 2 s.e. (fixed before any run). ``sr_beats_long``,
+  ``pdr_beats_long`` and ``pdr_beats_sr`` (paper) compare at ``rounds`` drafts of
+  sequential budget; ``shuffled_control_loses_gain`` (check) asks that PDR beat its
+  shuffled-workspace control; ``workspace_bounded`` (check): no workspace passed its bound.
+  Best-of-N is reported beside them (``pdr_vs_best_of_n``, kind "baseline", holding when PDR
+  is not worse by more than 2 s.e.).
+  """
+  m = metrics
+  r = int(config.rounds)
+  head = f"pdr_{config.headline_mode}_{r}"
+  reps = int(m["replicates"])
+  out = []
+  holds, txt = _sig(m, f"sr_{r}", f"long_{r}")
+  out.append(results.Claim(
+      id="sr_beats_long", statement=f"at matched sequential budget ({r} drafts) Sequential "
+      "Refinement beats the single long pass",
+      paper="SR beats long chain-of-thought at matched sequential budget (AIME 2024/2025)",
+      ours=f"{txt} over {reps} replicates", holds=holds, kind="paper"))
+  holds, txt = _sig(m, head, f"long_{r}")
+  out.append(results.Claim(
+      id="pdr_beats_long", statement=f"at matched sequential budget PDR ({config.headline_mode}, "
+      f"width {int(config.width)}) beats the single long pass",
+      paper="PDR +11% on AIME 2024 and +9% on AIME 2025 over long chain-of-thought",
+      ours=f"{txt} over {reps} replicates", holds=holds, kind="paper"))
+  holds, txt = _sig(m, head, f"sr_{r}")
+  out.append(results.Claim(
+      id="pdr_beats_sr", statement="at matched sequential budget PDR beats SR (PDR the most)",
+      paper="PDR gives the largest gains of the three", ours=f"{txt} over {reps} replicates",
+      holds=holds, kind="paper"))
+  holds, txt = _sig(m, head, f"shuffled_{r}")
+  out.append(results.Claim(
+      id="shuffled_control_loses_gain", statement="PDR refined on another question's drafts "
+      "does worse than PDR (the gain comes from the drafts' content)",
+      paper="(our control)", ours=f"{txt} over {reps} replicates", holds=holds, kind="check"))
+  g, se = m[f"gap_{head}_vs_bon_{r}"], m[f"gap_{head}_vs_bon_{r}_se"]
+  out.append(results.Claim(
+      id="pdr_vs_best_of_n", statement="best-of-N at PDR's total draft count, beside PDR",
+      paper="(a baseline: best-of-N at equal total tokens)",
+      ours=(f"PDR {m[f'{head}_acc']:.3f} ({m[f'{head}_seq_tokens']:.0f} sequential, "
+            f"{m[f'{head}_total_tokens']:.0f} total tokens) vs best-of-{int(config.width) * (r - 1) + 1} "
+            f"{m[f'bon_{r}_acc']:.3f} ({m[f'bon_{r}_seq_tokens']:.0f} sequential, "
+            f"{m[f'bon_{r}_total_tokens']:.0f} total): {g:+.3f} +- {se:.3f}"),
+      holds=bool(g > -2 * se), kind="baseline"))
+  out.append(results.Claim(
+      id="workspace_bounded", statement="no workspace exceeds its bound",
+      paper="(our check of the orchestration)",
+      ours=f"longest workspace {m['workspace_max_tokens']:.0f} tokens, bound "
+           f"{m['workspace_bound']:.0f}",
+      holds=bool(m["workspace_max_tokens"] <= m["workspace_bound"]), kind="check"))
+  return out
+
+
+def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
+  """The paper's main sharded computation at ``config``'s shapes: one PDR round, the
+  ``width`` drafts of ``num_questions`` questions, each row a prompt with a full workspace
+  decoded to a draft, rows split over ``data`` (a ``vmap`` of the KV-cached sampler, so
+  every row is what the one-device batched call gives it). With a key: random parameters
+  and prompts drawn from it; with None: ``jax.ShapeDtypeStruct`` args only."""
+  cfg = model_config(config)
+  task = sorting_task(config)
+  t = prompt_pad(config)
+  n = int(config.num_questions) * int(config.width)
+  temperature = float(config.temperature)
+
+  def one(params, ids_T, key_):
+    gen = llama.generate(cfg, params, ids_T[None], max_new_tokens=task.draft_tokens,
+                         eos_ids=(pdr_data.EOS,), pad_id=pdr_data.PAD,
+                         temperature=temperature, key=key_)
+    return gen.tokens_BxN[0], gen.lengths_B[0], gen.logprob_B[0]
+
+  if key is None:
+    params = llama.param_shapes(cfg)
+    args = (params, jax.ShapeDtypeStruct((n, t), np.int32),
+            jax.eval_shape(lambda: jax.random.split(jax.random.key(0), n)))
+  else:
+    k_init, k_ids, k_keys = jax.random.split(key, 3)
+    ids = np.asarray(jax.random.randint(k_ids, (n, t), pdr_data.OFFSET, task.vocab_size),
+                     np.int32)
+    args = (jax.device_get(llama.init(cfg, k_init)), ids, jax.random.split(k_keys, n))
+  return sharding.Step(build=lambda mesh: sharding.vmap_sharded(one, mesh,
+                                                                in_axes=(None, 0, 0)),
+                       args=args)
