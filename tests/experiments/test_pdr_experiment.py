@@ -1,0 +1,146 @@
+"""PDR experiment: the tiny run end to end (training cached by orbax, every method, the
+frontier table), the sorting task and its prompts, the budgets of each method, and the
+claims on hand-made metrics."""
+
+import os
+
+import numpy as np
+import pytest
+
+from reprojax.algorithms import pdr
+from reprojax.data import pdr as pdr_data
+from reprojax.experiments import registry
+from reprojax.experiments.pdr import experiment
+from reprojax.models import transformer
+
+
+def test_tiny_run_trains_once_and_scores_every_method(tmp_path):
+  config = registry.load_config("pdr", "tiny")
+  m = experiment.run(config, str(tmp_path))
+  names = experiment.methods(config)
+  for n in names:
+    assert 0.0 <= m[f"{n}_acc"] <= 1.0 and m[f"{n}_seq_tokens"] > 0
+  task = experiment.sorting_task(config)
+  r, w = int(config.rounds), int(config.width)
+  # budgets: long and SR spend r drafts in sequence; PDR r drafts in sequence and
+  # w (r - 1) + 1 in all; best-of-N one in sequence; no draft passes its budget
+  for n in (f"long_{r}", f"sr_{r}", f"pdr_shared_top_k_{r}"):
+    assert m[f"{n}_seq_tokens"] <= r * task.draft_tokens
+  assert m[f"pdr_shared_top_k_{r}_total_tokens"] <= (w * (r - 1) + 1) * task.draft_tokens
+  assert m[f"bon_{r}_seq_tokens"] <= task.draft_tokens
+  # SR's context stays bounded by one workspace; the long pass's grows with every draft
+  assert m[f"sr_{r}_max_context"] <= task.prompt_tokens(1) + task.draft_tokens
+  assert m[f"long_{r}_max_context"] > m[f"sr_{r}_max_context"] or m[f"long_{r}_seq_tokens"] < r
+  assert m["workspace_max_tokens"] <= m["workspace_bound"]
+  assert m["replicates"] == len(config.eval_seeds)
+  assert (tmp_path / "frontier.md").read_text().count("\n") == len(names) + 2
+  assert os.path.isfile(tmp_path / "frontier.png")
+  assert os.path.isdir(tmp_path / "model_seed0" / "checkpoints")
+  # a rerun restores the trained model from its orbax checkpoint instead of training
+  again = experiment.run(config, str(tmp_path))
+  assert again["time_train_s"] < m["time_train_s"]
+  assert {k: v for k, v in again.items() if not k.startswith("time_")} == \
+      {k: v for k, v in m.items() if not k.startswith("time_")}
+  ids = [c.id for c in experiment.claims(config, m)]
+  assert ids == ["sr_beats_long", "pdr_beats_long", "pdr_beats_sr",
+                 "shuffled_control_loses_gain", "pdr_vs_best_of_n", "workspace_bounded"]
+
+
+def test_sorting_task_prompts_and_training_pairs():
+  task = pdr_data.SortingTask(length=6, num_values=9, max_drafts=3)
+  qs = pdr_data.questions(task, 50, 0)
+  assert np.all(np.diff(qs.answers_QxN, axis=1) >= 0)
+  assert np.all(np.sort(qs.values_QxN, 1) == qs.answers_QxN)
+  prompts, targets = pdr_data.training_pairs(task, 400, 1)
+  for p, t in zip(prompts, targets):
+    assert t[-1] == pdr_data.EOS and p[task.length] == pdr_data.WS and p[-1] == pdr_data.ANS
+    assert len(p) <= task.prompt_tokens(task.max_drafts)
+    x = pdr_data.decode(p[:task.length])
+    assert pdr_data.is_correct(t[:-1], sorted(x))  # the target is the sorted question
+    drafts = p[task.length + 1:-1]
+    assert drafts.count(pdr_data.SEP) <= task.max_drafts - 1
+  # a workspace's drafts are of mixed quality: some right, most with sorting errors
+  ws = [p[task.length + 1:-1] for p in prompts]
+  n_drafts = sum(w.count(pdr_data.SEP) + 1 for w in ws if w)
+  assert 0 < sum(1 for w in ws if w) < len(ws) and n_drafts > 300
+  rng = np.random.default_rng(0)
+  for _ in range(100):
+    x = rng.integers(0, 9, 6)
+    assert len(pdr_data.corrupt(rng, np.sort(x), x)) == 6
+  tok = transformer.Tokenizer(tuple(range(9)), ("<pad>", "<sep>", "<ws>", "<ans>", "<eos>"))
+  assert tok.encode((0, 8)) == pdr_data.encode((0, 8)) and tok.vocab_size == task.vocab_size
+  with pytest.raises(ValueError, match="length"):
+    pdr_data.SortingTask(length=1)
+
+
+def test_lm_loss_scores_only_the_targets():
+  import jax  # pylint: disable=g-import-not-at-top
+  from reprojax.models import llama  # pylint: disable=g-import-not-at-top
+  cfg = transformer.decoder_config(12, d_model=16, n_heads=2, max_len=16)
+  params = llama.init(cfg, jax.random.key(0))
+  ids, mask, target = transformer.pack([(5, 6, 7), (8,)], [(9, 1), (10, 11, 1)], 8)
+  loss = transformer.lm_loss(cfg, params, ids, mask, target)
+  logits = np.asarray(llama.Llama(cfg).apply(params, ids, mask))
+  logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  want0 = -(logp[0, 2, 9] + logp[0, 3, 1]) / 2  # row 0's targets at positions 3, 4
+  want1 = -(logp[1, 0, 10] + logp[1, 1, 11] + logp[1, 2, 1]) / 3
+  np.testing.assert_allclose(np.asarray(loss), [want0, want1], rtol=1e-5)
+  with pytest.raises(ValueError, match="more than length"):
+    transformer.pack([(1, 2, 3)], [(4,)], 3)
+
+
+def _metrics(sr=0.30, long=0.25, head=0.40, shuffled=0.05, bon=0.45, se=0.01, ws=23):
+  m = {"replicates": 3.0, "workspace_max_tokens": float(ws), "workspace_bound": 23.0,
+       "sr_fix_rate": 0.2, "sr_keep_rate": 0.8}
+  accs = {"sr_4": sr, "long_4": long, "pdr_shared_top_k_4": head, "shuffled_4": shuffled,
+          "bon_4": bon, "sr_1": 0.2}
+  for n, a in accs.items():
+    m.update({f"{n}_acc": a, f"{n}_acc_se": se, f"{n}_seq_tokens": 40.0,
+              f"{n}_total_tokens": 130.0})
+  for a, b in (("sr_4", "long_4"), ("pdr_shared_top_k_4", "long_4"),
+               ("pdr_shared_top_k_4", "sr_4"), ("pdr_shared_top_k_4", "shuffled_4"),
+               ("pdr_shared_top_k_4", "bon_4")):
+    m[f"gap_{a}_vs_{b}"] = accs[a] - accs[b]
+    m[f"gap_{a}_vs_{b}_se"] = se
+  return m
+
+
+def test_claims_on_hand_made_metrics():
+  config = registry.load_config("pdr", "quick")
+  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  assert c["sr_beats_long"].holds and c["pdr_beats_long"].holds and c["pdr_beats_sr"].holds
+  assert c["sr_beats_long"].kind == "paper" and c["shuffled_control_loses_gain"].kind == "check"
+  assert c["shuffled_control_loses_gain"].holds and c["workspace_bounded"].holds
+  assert not c["pdr_vs_best_of_n"].holds  # 0.40 vs 0.45, beyond 2 s.e.
+  assert "20% of wrong first drafts" in c["sr_beats_long"].ours
+  c = {x.id: x for x in experiment.claims(config, _metrics(sr=0.26, se=0.02, ws=24))}
+  assert not c["sr_beats_long"].holds  # +0.01 within 2 s.e.
+  assert not c["workspace_bounded"].holds
+  c = {x.id: x for x in experiment.claims(config, _metrics(head=0.2, bon=0.2))}
+  assert not c["pdr_beats_long"].holds and c["pdr_vs_best_of_n"].holds
+
+
+def test_bad_config():
+  config = registry.load_config("pdr", "tiny")
+  with config.unlocked():
+    config.headline_mode = "vote"
+  with pytest.raises(ValueError, match="headline_mode"):
+    experiment.run(config, "/tmp/unused")
+  config = registry.load_config("pdr", "tiny")
+  with config.unlocked():
+    config.rounds = 1
+  with pytest.raises(ValueError, match="rounds"):
+    experiment.run(config, "/tmp/unused")
+
+
+def test_pareto_front_of_the_methods_marks_the_frontier():
+  config = registry.load_config("pdr", "tiny")
+  names = experiment.methods(config)
+  m = {}
+  for i, n in enumerate(names):
+    m.update({f"{n}_seq_tokens": float(i), f"{n}_total_tokens": float(i),
+              f"{n}_max_context": 1.0, f"{n}_acc": float(i % 3) / 3, f"{n}_acc_se": 0.0})
+  table = experiment.frontier_markdown(config, m)
+  front = pdr.pareto_front([m[f"{n}_seq_tokens"] for n in names],
+                           [m[f"{n}_acc"] for n in names])
+  assert table.count("| yes | yes |") == int(front.sum()) == 3  # accuracies 0, 1/3, 2/3
