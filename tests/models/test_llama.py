@@ -130,6 +130,38 @@ def test_text_model_wraps_batches_and_decodes(smol, ref, monkeypatch):
   assert smollm2.text_model(12)(str(ref["chat_user"])) == want[-1]  # the ChatML prompt
 
 
+
+def test_smollm2_runs_pdr_end_to_end(smol):
+  """The orchestration on a real model (a harness test, no claim): SmolLM2 writes two
+  sampled drafts in one batched call, the better-scored one goes into the refining
+  prompt, and the budget counts exactly the tokens it generated."""
+  from reprojax.algorithms import pdr  # pylint: disable=g-import-not-at-top
+  config, params, tok = smol
+  calls = []
+  base = llama.token_generator(config, params, temperature=0.7, eos_ids=(0, 2), pad_id=2)
+
+  def gen(prompts, n, key):
+    calls.append(len(prompts))
+    return base(prompts, n, key)
+
+  def prompt(question, workspace, separator):
+    del separator
+    text = tok.decode(list(question))
+    if workspace:
+      text += "\nAn earlier answer: " + tok.decode(list(workspace)) + "\nImprove it."
+    return tuple(tok.encode(smollm2.chat_prompt(text)).ids)
+
+  question = tuple(tok.encode("Sort these numbers: 7 2 9 4").ids)
+  trace = pdr.pdr(gen, question, (2, 1), draft_tokens=12, workspace_tokens=12,
+                  key=jax.random.key(0), k=1, prompt=prompt)
+  assert calls == [2, 1]
+  first = trace.rounds[0].drafts
+  best = max(first, key=lambda d: d.score)
+  assert all(d.score < 0 for d in first) and trace.rounds[1].workspaces == (best.tokens,)
+  assert tok.decode(list(best.tokens)) in tok.decode(list(prompt(question, best.tokens, ())))
+  assert trace.budget.total_tokens == sum(len(d.tokens) for r in trace.rounds for d in r.drafts)
+  assert trace.budget.sequential_tokens == max(len(d.tokens) for d in first) + len(trace.answer)
+
 # ---- the machinery, on a tiny random model ----
 
 TINY = llama.LlamaConfig(vocab_size=37, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
