@@ -40,13 +40,13 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # (``train.fit_replicas``, ``train.fit_full_batch``: seconds to minutes at every
 # scale), which a killed run recomputes from the start; so does snv, whose variants
 # and seeds train through each task as one scanned program (under a minute in all).
-# llm4ph trains nothing: it generates, checks and scores a benchmark. pdr trains its
-# decoder with ``train.fit`` (checkpointed, so a rerun restores the trained model) but
-# in one uninterrupted call per model seed at every scale it runs here (tens of seconds),
-# and evaluates in host loops that a killed run recomputes. oce trains its
+# llm4ph trains nothing: it generates, checks and scores a benchmark. oce trains its
 # generator with ``train.fit`` (checkpointed; its stop-and-resume test is in-process, see
 # ``tests/experiments/test_launcher.py``'s RESUME_TESTS); what follows is minutes.
-CHECKPOINTED: tuple[str, ...] = ("fno", "oce")
+# pdr likewise trains its decoder with ``train.fit`` (a rerun restores the trained model;
+# its in-process stop-and-resume test is also in RESUME_TESTS); its evaluation, seconds of
+# host loops, is recomputed.
+CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr")
 
 
 def config_path(slug: str, scale: str) -> str:

@@ -59,7 +59,7 @@ from reprojax.models import transformer
 _POS = (0.5, float("inf"))
 CONFIG_RANGES = {"num_questions": (1.5, float("inf")), "rounds": (1.5, float("inf")),
                  "width": _POS, "k": _POS, "temperature": (0.0, float("inf")),
-                 "train_steps": _POS, "batch_size": _POS, "learning_rate": (0.0, 1.0)}
+                 "train_steps": _POS, "batch_size": _POS, "checkpoint_every": _POS, "learning_rate": (0.0, 1.0)}
 
 
 def _check_config(config) -> None:
@@ -105,8 +105,10 @@ def training_arrays(config, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
   return transformer.pack(prompts, targets, length)
 
 
-def train_model(config, mesh, workdir: str, seed: int) -> Any:
-  """The trained decoder's parameters (restored from ``workdir``'s checkpoint when done)."""
+def train_model(config, mesh, workdir: str, seed: int, stop_after: int | None = None) -> Any:
+  """The trained decoder's parameters: ``train.fit`` checkpoints every
+  ``config.checkpoint_every`` steps under ``workdir``, so a rerun restores the trained
+  model and a killed one resumes, bit-identical to an uninterrupted run."""
   cfg = model_config(config)
   arrays = training_arrays(config, 1000 + seed)
   steps = int(config.train_steps)
@@ -120,7 +122,8 @@ def train_model(config, mesh, workdir: str, seed: int) -> Any:
   state = train.fit(workdir=workdir, mesh=mesh, init_params=lambda key: llama.init(cfg, key),
                     loss_fn=loss_fn, optimizer=optimizer, train_arrays=arrays,
                     batch_size=int(config.batch_size), num_steps=steps, seed=seed,
-                    log_every=100, checkpoint_every=steps)
+                    log_every=100, checkpoint_every=int(config.checkpoint_every),
+                    stop_after=stop_after)
   return jax.device_get(state.params)
 
 

@@ -121,6 +121,7 @@ def straight(tmp_path_factory, data_dir, cache_dir):
 KILL_CONFIGS = {"fno": TINY}
 RESUME_TESTS = {
     "oce": "tests/experiments/test_oce_experiment.py::test_stop_and_resume_is_bit_identical",
+    "pdr": "tests/experiments/test_pdr_experiment.py::test_stop_and_resume_is_bit_identical",
 }
 
 

@@ -21,6 +21,7 @@ def get_config():
   c.model.n_layers = 4
   c.model.n_heads = 4
   c.train_steps = 6000
+  c.checkpoint_every = 1000
   c.batch_size = 128
   c.learning_rate = 1e-3
   c.model_seeds = (0, 1, 2)

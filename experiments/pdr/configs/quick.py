@@ -25,6 +25,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.task.p_correct = 0.3  # share of correct drafts in training workspaces
   c.model = ml_collections.ConfigDict({"d_model": 48, "n_layers": 2, "n_heads": 4})
   c.train_steps = 500
+  c.checkpoint_every = 250  # orbax checkpoints of the decoder (a rerun restores it)
   c.batch_size = 64
   c.learning_rate = 3e-3
   c.model_seeds = (0,)

@@ -16,6 +16,7 @@ def get_config():
   c.model.d_model = 16
   c.model.n_heads = 2
   c.train_steps = 30
+  c.checkpoint_every = 15
   c.batch_size = 16
   c.eval_seeds = (0, 1)
   c.num_questions = 8
