@@ -107,9 +107,11 @@ def run_paper(slug: str, scale: str, out: str, workroot: str, timeout_s: int,
     return "finished without writing results.json"
   dest = os.path.join(out, slug)
   os.makedirs(dest, exist_ok=True)
-  for old in glob.glob(os.path.join(dest, "*.png")):
+  # the figures and the tables a run writes beside results.json (frontier.md, accuracy.md)
+  for old in glob.glob(os.path.join(dest, "*.png")) + glob.glob(os.path.join(dest, "*.md")):
     os.remove(old)
-  for src in [res_path] + sorted(glob.glob(os.path.join(workdir, "*.png"))):
+  for src in [res_path] + sorted(glob.glob(os.path.join(workdir, "*.png")) +
+                                 glob.glob(os.path.join(workdir, "*.md"))):
     shutil.copy2(src, dest)
   print(f"[reproduce] {slug}: done in {time.time() - t0:.1f} s", flush=True)
   return None
