@@ -120,3 +120,17 @@ def pack(prompts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], len
     mask[b, :n] = True
     target[b, len(p):n] = True
   return ids, mask, target
+
+
+def token_logprobs(config: llama.LlamaConfig, params: Any, ids_BxT: jax.Array,
+                   mask_BxT: jax.Array) -> jax.Array:
+  """``log p(ids[t] | ids[:t])`` per position ``(B, T)`` (0 at position 0 and wherever
+  ``mask_BxT`` is 0): the per-token log-probabilities a policy gradient needs."""
+  if jnp.ndim(ids_BxT) != 2 or jnp.shape(mask_BxT) != jnp.shape(ids_BxT):
+    raise ValueError(f"ids_BxT and mask_BxT must share one (batch, length) shape, got "
+                     f"{jnp.shape(ids_BxT)} and {jnp.shape(mask_BxT)}")
+  logits_BxTxV = llama.Llama(config).apply(params, ids_BxT, mask_BxT)
+  logp_BxTxV = jax.nn.log_softmax(logits_BxTxV[:, :-1], axis=-1)
+  lp = jnp.take_along_axis(logp_BxTxV, ids_BxT[:, 1:, None], axis=-1)[..., 0]
+  lp = jnp.where(jnp.asarray(mask_BxT, bool)[:, 1:], lp, 0.0)
+  return jnp.concatenate([jnp.zeros_like(lp[:, :1]), lp], axis=1)

@@ -53,11 +53,14 @@ from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments import train
 from reprojax.experiments.pdr import plots
+from reprojax.experiments.pdr import rl
 from reprojax.models import llama
 from reprojax.models import transformer
 
 _POS = (0.5, float("inf"))
 CONFIG_RANGES = {"num_questions": (1.5, float("inf")), "rounds": (1.5, float("inf")),
+                 "rl.steps": (-0.5, float("inf")), "rl.questions": _POS, "rl.beta": (0.0, float("inf")),
+                 "rl.checkpoint_every": _POS, "rl.learning_rate": (0.0, 1.0), "rl.clip_eps": (0.0, 1.0),
                  "width": _POS, "k": _POS, "temperature": (0.0, float("inf")),
                  "train_steps": _POS, "batch_size": _POS, "checkpoint_every": _POS, "learning_rate": (0.0, 1.0)}
 
@@ -194,8 +197,8 @@ def score(traces, qs: pdr_data.Questions) -> np.ndarray:
                   np.float64)
 
 
-def frontier_markdown(config, metrics) -> str:
-  names = methods(config)
+def frontier_markdown(config, metrics, prefix: str = "") -> str:
+  names = [prefix + n for n in methods(config)]
   seq = [metrics[f"{n}_seq_tokens"] for n in names]
   tot = [metrics[f"{n}_total_tokens"] for n in names]
   acc = [metrics[f"{n}_acc"] for n in names]
@@ -219,33 +222,47 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   """The run of the module docstring; returns the metrics."""
   _check_config(config)
   mesh = sharding.config_mesh(config)
+  use_rl = int(config.rl.steps) > 0
   metrics: dict[str, float] = {}
-  per_rep: dict[str, list[float]] = {n: [] for n in methods(config)}
-  sums: dict[str, list[float]] = {n: [0.0, 0.0, 0.0] for n in methods(config)}
-  ws_max, t_train, t_eval, count = 0, 0.0, 0.0, 0
+  names = methods(config)
+  prefixes = ("", "rl_") if use_rl else ("",)
+  per_rep: dict[str, list[float]] = {p + n: [] for p in prefixes for n in names}
+  sums: dict[str, list[float]] = {n: [0.0, 0.0, 0.0] for n in per_rep}
+  ws_max, t_train, t_rl, t_eval, count = 0, 0.0, 0.0, 0.0, 0
   fixes, keeps = [0, 0], [0, 0]  # SR's second draft: right after a wrong / a right first
   for ms in config.model_seeds:
     t0 = time.perf_counter()
-    params = train_model(config, mesh, os.path.join(workdir, f"model_seed{int(ms)}"), int(ms))
+    policies = {"": train_model(config, mesh, os.path.join(workdir, f"model_seed{int(ms)}"),
+                                int(ms))}
     t_train += time.perf_counter() - t0
+    if use_rl:
+      t0 = time.perf_counter()
+      policies["rl_"], summary = rl.train_rl(config, policies[""],
+                                             os.path.join(workdir, f"rl_seed{int(ms)}"), int(ms))
+      for k_, v in summary.items():
+        metrics[f"{k_}_seed{int(ms)}"] = v
+      t_rl += time.perf_counter() - t0
     for es in config.eval_seeds:
       t0 = time.perf_counter()
       qs = pdr_data.questions(sorting_task(config), int(config.num_questions),
                               10_000 * int(ms) + int(es) + 7)
-      traces = answer_all(config, params, qs, jax.random.key(int(es)))
-      first = score(traces["sr_1"], qs).astype(bool)
-      second = score(traces["sr_2"], qs).astype(bool)
-      fixes[0] += int(np.sum(~first & second))
-      fixes[1] += int(np.sum(~first))
-      keeps[0] += int(np.sum(first & second))
-      keeps[1] += int(np.sum(first))
-      for name, ts in traces.items():
-        per_rep[name].append(float(score(ts, qs).mean()))
-        sums[name][0] += np.mean([t.budget.sequential_tokens for t in ts])
-        sums[name][1] += np.mean([t.budget.total_tokens for t in ts])
-        sums[name][2] = max(sums[name][2], max(t.budget.max_context for t in ts))
-        if name != "greedy" and not name.startswith(("long_", "bon_")):
-          ws_max = max([ws_max] + [len(w) for t in ts for x in t.rounds for w in x.workspaces])
+      for prefix, params in policies.items():
+        traces = answer_all(config, params, qs, jax.random.key(int(es)))
+        if not prefix:
+          first = score(traces["sr_1"], qs).astype(bool)
+          second = score(traces["sr_2"], qs).astype(bool)
+          fixes[0] += int(np.sum(~first & second))
+          fixes[1] += int(np.sum(~first))
+          keeps[0] += int(np.sum(first & second))
+          keeps[1] += int(np.sum(first))
+        for name, ts in traces.items():
+          key = prefix + name
+          per_rep[key].append(float(score(ts, qs).mean()))
+          sums[key][0] += np.mean([t.budget.sequential_tokens for t in ts])
+          sums[key][1] += np.mean([t.budget.total_tokens for t in ts])
+          sums[key][2] = max(sums[key][2], max(t.budget.max_context for t in ts))
+          if name != "greedy" and not name.startswith(("long_", "bon_")):
+            ws_max = max([ws_max] + [len(w) for t in ts for x in t.rounds for w in x.workspaces])
       count += 1
       t_eval += time.perf_counter() - t0
   for name, accs in per_rep.items():
@@ -257,8 +274,12 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     metrics[f"{name}_max_context"] = float(sums[name][2])
   r = int(config.rounds)
   head = f"pdr_{config.headline_mode}_{r}"
-  for a, b in ((f"sr_{r}", f"long_{r}"), (head, f"long_{r}"), (head, f"sr_{r}"),
-               (head, f"shuffled_{r}"), (head, f"bon_{r}"), (f"sr_{r}", "sr_1")):
+  pairs = [(f"sr_{r}", f"long_{r}"), (head, f"long_{r}"), (head, f"sr_{r}"),
+           (head, f"shuffled_{r}"), (head, f"bon_{r}"), (f"sr_{r}", "sr_1")]
+  if use_rl:
+    pairs += [(f"rl_{head}", head), (f"rl_sr_{r}", f"sr_{r}"), (f"rl_long_{r}", f"long_{r}"),
+              (f"rl_{head}", f"rl_long_{r}"), ("rl_long_1", "long_1")]
+  for a, b in pairs:
     _paired(metrics, per_rep, a, b)
   metrics["sr_fix_rate"] = fixes[0] / max(fixes[1], 1)
   metrics["sr_keep_rate"] = keeps[0] / max(keeps[1], 1)
@@ -266,12 +287,17 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   metrics["workspace_bound"] = float(sorting_task(config).workspace_tokens(int(config.k)))
   metrics["replicates"] = float(count)
   metrics["time_train_s"] = t_train
+  metrics["time_rl_s"] = t_rl
   metrics["time_eval_s"] = t_eval
   if jax.process_index() == 0:
     os.makedirs(workdir, exist_ok=True)
     with open(os.path.join(workdir, "frontier.md"), "w") as f:
       f.write(frontier_markdown(config, metrics))
-  plots.plot_frontier(workdir, config, methods(config), metrics)
+      if use_rl:
+        f.write("\nAfter training consistent with PDR (GRPO, "
+                f"{int(config.rl.steps)} steps):\n\n")
+        f.write(frontier_markdown(config, metrics, prefix="rl_"))
+  plots.plot_frontier(workdir, config, names, metrics)
   return metrics
 
 
@@ -288,7 +314,9 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   positive and above 2 s.e. (fixed before any run). ``sr_beats_long``,
   ``pdr_beats_long`` and ``pdr_beats_sr`` (paper) compare at ``rounds`` drafts of
   sequential budget; ``shuffled_control_loses_gain`` (check) asks that PDR beat its
-  shuffled-workspace control; ``workspace_bounded`` (check): no workspace passed its bound.
+  shuffled-workspace control; ``workspace_bounded`` (check): no workspace passed its bound;
+  ``rl_moves_frontier`` (paper, when ``config.rl.steps > 0``): PDR after training
+  consistent with PDR beats PDR before it, at the same budget and on the same questions.
   Best-of-N at PDR's total draft count is reported beside them (the metrics
   ``gap_<pdr>_vs_bon_<rounds>``, ``frontier.md``), not as a claim: the paper gives no
   figure for it and it is no check of ours.
@@ -322,6 +350,16 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       id="shuffled_control_loses_gain", statement="PDR refined on another question's drafts "
       "does worse than PDR (the gain comes from the drafts' content)",
       paper="(our control)", ours=f"{txt} over {reps} replicates", holds=holds, kind="check"))
+  if f"rl_{head}_acc" in m:
+    holds, txt = _sig(m, f"rl_{head}", head)
+    out.append(results.Claim(
+        id="rl_moves_frontier", statement=f"training consistent with PDR (GRPO on the model's "
+        f"own PDR rounds, {int(config.rl.steps)} steps) raises PDR's accuracy at the same budget",
+        paper="RL training consistent with PDR shifts the Pareto frontier further (8B model)",
+        ours=(f"PDR {txt}; SR {m[f'rl_sr_{r}_acc']:.3f} vs {m[f'sr_{r}_acc']:.3f}; long pass "
+              f"{m[f'rl_long_{r}_acc']:.3f} vs {m[f'long_{r}_acc']:.3f}; one sampled draft "
+              f"{m['rl_long_1_acc']:.3f} vs {m['long_1_acc']:.3f}"),
+        holds=holds, kind="paper"))
   out.append(results.Claim(
       id="workspace_bounded", statement="no workspace exceeds its bound",
       paper="(our check of the orchestration)",

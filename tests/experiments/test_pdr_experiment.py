@@ -16,6 +16,8 @@ from reprojax.models import transformer
 
 def test_tiny_run_trains_once_and_scores_every_method(tmp_path):
   config = registry.load_config("pdr", "tiny")
+  with config.unlocked():
+    config.rl.steps = 2  # and training consistent with PDR, then both policies evaluated
   m = experiment.run(config, str(tmp_path))
   names = experiment.methods(config)
   for n in names:
@@ -33,7 +35,9 @@ def test_tiny_run_trains_once_and_scores_every_method(tmp_path):
   assert m[f"long_{r}_max_context"] > m[f"sr_{r}_max_context"] or m[f"long_{r}_seq_tokens"] < r
   assert m["workspace_max_tokens"] <= m["workspace_bound"]
   assert m["replicates"] == len(config.eval_seeds)
-  assert (tmp_path / "frontier.md").read_text().count("\n") == len(names) + 2
+  table = (tmp_path / "frontier.md").read_text()
+  assert table.count("\n| greedy |") == 1 and table.count("\n| rl_greedy |") == 1
+  assert table.count("| method |") == 2 and table.count("\n| ") == 2 * len(names) + 1
   assert os.path.isfile(tmp_path / "frontier.png")
   assert os.path.isdir(tmp_path / "model_seed0" / "checkpoints")
   # a rerun restores the trained model from its orbax checkpoint instead of training
@@ -41,9 +45,12 @@ def test_tiny_run_trains_once_and_scores_every_method(tmp_path):
   assert again["time_train_s"] < m["time_train_s"]
   assert {k: v for k, v in again.items() if not k.startswith("time_")} == \
       {k: v for k, v in m.items() if not k.startswith("time_")}
+  # the RL path ran: its policy evaluated on the same questions, its checkpoint written
+  assert os.path.isdir(tmp_path / "rl_seed0" / "checkpoints")
+  assert all(f"rl_{n}_acc" in m for n in names) and "gap_rl_long_1_vs_long_1" in m
   ids = [c.id for c in experiment.claims(config, m)]
   assert ids == ["sr_beats_long", "pdr_beats_long", "pdr_beats_sr",
-                 "shuffled_control_loses_gain", "workspace_bounded"]
+                 "shuffled_control_loses_gain", "rl_moves_frontier", "workspace_bounded"]
 
 
 def test_stop_and_resume_is_bit_identical(tmp_path, monkeypatch):
@@ -66,6 +73,47 @@ def test_stop_and_resume_is_bit_identical(tmp_path, monkeypatch):
   resumed = experiment.train_model(config, mesh, str(tmp_path / "b"), 0)
   jax.tree.map(np.testing.assert_array_equal, straight, resumed)
   assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, straight, stopped)))
+
+
+def test_rl_stop_and_resume_is_bit_identical_and_learns_from_rewards(tmp_path):
+  """GRPO consistent with PDR: stopped after a checkpoint and resumed it ends bit-identical
+  to an uninterrupted run, and its steps change the policy."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from reprojax.experiments.pdr import rl  # pylint: disable=g-import-not-at-top
+  from reprojax.models import llama  # pylint: disable=g-import-not-at-top
+  config = registry.load_config("pdr", "tiny")
+  with config.unlocked():
+    config.rl.steps, config.rl.checkpoint_every = 4, 2
+  sft = jax.device_get(llama.init(experiment.model_config(config), jax.random.key(0)))
+  straight, summary = rl.train_rl(config, sft, str(tmp_path / "a"), 0)
+  rl.train_rl(config, sft, str(tmp_path / "b"), 0, stop_after=2)
+  assert sorted(p.name for p in (tmp_path / "b" / "checkpoints").iterdir()) == ["2"]
+  resumed, _ = rl.train_rl(config, sft, str(tmp_path / "b"), 0)
+  jax.tree.map(np.testing.assert_array_equal, straight, resumed)
+  assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, straight, sft)))
+  assert set(summary) == {"rl_reward_drafts", "rl_reward_refined"}
+
+
+def test_token_logprobs_sum_to_the_samplers_score():
+  """The policy's per-token log-probabilities of a sampled completion add up to the
+  sampler's own log-probability of it (two independent code paths: the cached decoder and
+  one full forward pass)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from reprojax.experiments.pdr import rl  # pylint: disable=g-import-not-at-top
+  from reprojax.models import llama  # pylint: disable=g-import-not-at-top
+  cfg = transformer.decoder_config(12, d_model=16, n_heads=2, max_len=24)
+  params = jax.device_get(llama.init(cfg, jax.random.key(1)))
+  prompts = [(5, 6, 7), (8, 9)]
+  ids, mask = llama.pad_batch(prompts, 0, "left", 4)
+  gen = llama.generate(cfg, params, ids, mask, max_new_tokens=6, eos_ids=(4,), pad_id=0,
+                       temperature=1.0, key=jax.random.key(2))
+  tokens, done = rl._completions(gen)  # pylint: disable=protected-access
+  seq, seq_mask, acts = rl._sequences(prompts, tokens, done, 4)  # pylint: disable=protected-access
+  lp = np.asarray(transformer.token_logprobs(cfg, params, seq, seq_mask))
+  at = np.minimum(4 + np.asarray(gen.lengths_B), seq.shape[1] - 1)  # the eos, where one came
+  eos_lp = np.where(np.asarray(gen.stopped_B), lp[np.arange(2), at], 0.0)
+  np.testing.assert_allclose((lp * acts).sum(1) - eos_lp, np.asarray(gen.logprob_B), rtol=1e-4,
+                             atol=1e-4)
 
 
 def test_sorting_task_prompts_and_training_pairs():

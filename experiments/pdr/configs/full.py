@@ -5,7 +5,8 @@ r"""PDR at full scale: the claims' config.
 Hardware and time: one GPU, about an hour (on 2 CPU cores, an estimated 4 to 5 hours,
 most of it training). Three decoders (4 layers, width 128) trained for 6,000 steps of 128
 sequences each on sorting twelve values, two evaluation seeds of 512 questions each per
-decoder, up to 6 drafts of sequential budget, PDR of width 8. Not yet run (issue 28).
+decoder, up to 6 drafts of sequential budget, PDR of width 8, and 1,000 GRPO steps of
+training consistent with PDR per decoder. Not yet run (issue 28).
 """
 
 from reprojax.experiments.pdr.configs import quick
@@ -29,4 +30,7 @@ def get_config():
   c.num_questions = 512
   c.rounds = 6
   c.width = 8
+  c.rl.steps = 1000
+  c.rl.questions = 64
+  c.rl.checkpoint_every = 100
   return c

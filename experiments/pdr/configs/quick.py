@@ -37,4 +37,12 @@ def get_config() -> ml_collections.ConfigDict:
   c.temperature = 0.7
   c.headline_mode = "shared_top_k"  # fixed before any run
   c.modes = ("global_summary", "shared_top_k", "per_sample_top_k", "random_k")
+  # training consistent with PDR (experiments/pdr/rl.py); 0 steps: not run (configs/rl.py runs it)
+  c.rl = ml_collections.ConfigDict()
+  c.rl.steps = 0
+  c.rl.questions = 32  # questions per GRPO step (each: width drafts, width refinements)
+  c.rl.learning_rate = 1e-4
+  c.rl.beta = 0.02  # k3 KL penalty to the supervised model
+  c.rl.clip_eps = 0.2
+  c.rl.checkpoint_every = 50
   return c
