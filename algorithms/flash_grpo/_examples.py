@@ -1,0 +1,66 @@
+"""The registered examples of ``reprojax.algorithms.flash_grpo``."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from reprojax.algorithms._common import Example
+from reprojax.algorithms.flash_grpo import _sde as s
+
+_SIGMAS = s.flow_sigmas(8, 3.0)
+_HOST = dict(jittable=False, vmappable=False)
+
+
+def _velocity(x, t):
+  return -x * (1.0 + t[..., None])
+
+
+def _transition(x, v, k):
+  t = s.sde_transition(x, v, _SIGMAS, k)
+  return t.mean, t.std, t.c
+
+
+def _log_prob(x_next, x, v, k):
+  return s.gaussian_log_prob(x_next, s.sde_transition(x, v, _SIGMAS, k))
+
+
+def _rollout(noise, k, key):
+  return tuple(s.single_sde_rollout(_velocity, noise, _SIGMAS, k, key))
+
+
+def _k(key, n=3):
+  return jax.random.randint(key, (n,), 0, 6)
+
+
+EXAMPLES = (
+    Example("flow_sigmas", lambda shift: s.flow_sigmas(10, shift), lambda key: (3.0,),
+            bad_args=(-1.0,), **_HOST),
+    Example("sde_transition", _transition,
+            lambda key: (jax.random.normal(key, (3, 4)), jax.random.normal(key, (3, 4)), _k(key)),
+            bad_args=(jnp.zeros((3, 4)), jnp.zeros((3, 4)), jnp.array([0, 1, 7]))),
+    Example("gaussian_log_prob", _log_prob,
+            lambda key: (jax.random.normal(key, (3, 4)), jax.random.normal(key, (3, 4)),
+                         jax.random.normal(jax.random.fold_in(key, 1), (3, 4)), _k(key)),
+            bad_args=(jnp.zeros((3, 5)), jnp.zeros((3, 4)), jnp.zeros((3, 4)),
+                      jnp.array([0, 1, 2]))),
+    Example("rectification_coefficients", s.rectification_coefficients,
+            lambda key: (jnp.asarray(_SIGMAS),), bad_args=(jnp.array([0.5, 0.9, 0.0]),),
+            jittable=False),
+    Example("rectification_weights", lambda k: s.rectification_weights(k, _SIGMAS),
+            lambda key: (_k(key, 5),), bad_args=(jnp.array([0, 8]),)),
+    Example("sample_sde_steps", lambda key, group: s.sample_sde_steps(key, 3, group, 5),
+            lambda key: (key, 4), bad_args=(jax.random.key(0), 1), **_HOST),
+    Example("single_sde_rollout", _rollout,
+            lambda key: (jax.random.normal(key, (3, 4)), _k(key), jax.random.fold_in(key, 2)),
+            bad_args=(jnp.zeros((3, 4)), jnp.array([0, 1, 9]), jax.random.key(0))),
+    Example("public_advantages", s.public_advantages,
+            lambda key: (jax.random.bernoulli(key, 0.5, (3, 4)).astype(jnp.float32),),
+            bad_args=(jnp.zeros((4,)),)),
+    Example("flash_grpo_loss",
+            lambda lp, old, r, k: s.flash_grpo_loss(lp, old, r, k, _SIGMAS),
+            lambda key: (-jax.random.uniform(key, (2, 4)), -jax.random.uniform(key, (2, 4)) - 0.01,
+                         jax.random.uniform(jax.random.fold_in(key, 1), (2, 4)),
+                         jax.random.randint(key, (2, 4), 0, 6)),
+            bad_args=(jnp.zeros((2, 1)), jnp.zeros((2, 1)), jnp.zeros((2, 1)),
+                      jnp.zeros((2, 1), jnp.int32))),
+)

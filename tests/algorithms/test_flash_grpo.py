@@ -1,0 +1,148 @@
+"""Flash-GRPO's core against independent references: the public code's schedule and
+hard-coded rectification table, scipy's Gaussian density of the same transition, the
+rectified gradient's flatness across timesteps, the rollout against a step-by-step loop,
+and the loss against a numpy transcription of the public code's."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+
+from reprojax.algorithms import flash_grpo as fg
+
+# Shredded-Pork/Flash-GRPO, scripts/train_wanx2_1_flash.py: 1/c_k for the first 10 of 20
+# steps (UniPC flow schedule, shift 3), keyed by timestep
+PUBLIC_INV_C = {999: 7.4770, 982: 7.0414, 963: 6.6112, 944: 6.1867, 922: 5.7682, 899: 5.3559,
+                874: 4.9502, 847: 4.5513, 817: 4.1596, 785: 3.7754}
+
+
+def test_schedule_and_rectification_table_match_the_public_code():
+  sig = fg.flow_sigmas(20, 3.0)
+  assert sig.shape == (21,) and sig[-1] == 0.0
+  timesteps = (sig[:-1] * 1000).astype(np.int64)
+  assert timesteps[:10].tolist() == list(PUBLIC_INV_C)
+  np.testing.assert_allclose(sig[1], 0.982419, atol=1e-6)
+  inv_c = 1.0 / np.asarray(fg.rectification_coefficients(sig))[:10]
+  np.testing.assert_allclose(inv_c, list(PUBLIC_INV_C.values()), atol=6e-5)
+
+
+def test_log_prob_equals_scipys_gaussian_density():
+  rng = np.random.default_rng(0)
+  sig = fg.flow_sigmas(20, 3.0)
+  x, v = rng.normal(size=(5, 7)).astype(np.float32), rng.normal(size=(5, 7)).astype(np.float32)
+  k = np.array([0, 3, 9, 12, 18])
+  t = fg.sde_transition(x, v, sig, k)
+  x_next = np.asarray(t.mean) + np.asarray(t.std)[:, None] * rng.normal(size=(5, 7))
+  want = scipy.stats.norm.logpdf(x_next, np.asarray(t.mean), np.asarray(t.std)[:, None])
+  np.testing.assert_allclose(fg.gaussian_log_prob(x_next, t, "sum"), want.sum(1), rtol=1e-5)
+  np.testing.assert_allclose(fg.gaussian_log_prob(x_next, t, "mean"), want.mean(1), rtol=1e-5)
+  # the mean by hand, in the paper's convention (u = -v, sigma decreasing)
+  s_k, s_n, smax = sig[k], sig[k + 1], sig[1]
+  dt, noise, u = (s_n - s_k)[:, None], (smax * s_k)[:, None], -v
+  mean = x + (u + noise ** 2 / (2 * s_k[:, None]) * (x + (1 - s_k[:, None]) * u)) * dt
+  np.testing.assert_allclose(t.mean, mean, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(t.std, noise[:, 0] * np.sqrt(-dt[:, 0]), rtol=1e-6)
+
+
+def test_rectified_gradient_norms_are_flat_across_timesteps():
+  """d log p / d v per element is eps c_k; over the first half of the schedule its expected
+  norm spreads about 2x unrectified and is flat once weighted by 1 / c_k."""
+  sig = fg.flow_sigmas(20, 3.0)
+  rng = np.random.default_rng(1)
+  b, d = 256, 64  # the expected norm: a mean over 256 random inputs per step
+  norms, rect = [], []
+  for k in range(10):
+    x, v = rng.normal(size=(b, d)), rng.normal(size=(b, d))
+    eps = rng.normal(size=(b, d))
+    kk = np.full((b,), k)
+
+    def lp(v_, x=x, eps=eps, kk=kk):
+      t = fg.sde_transition(x, v_, sig, kk)
+      return jnp.sum(fg.gaussian_log_prob(
+          jax.lax.stop_gradient(t.mean + t.std[:, None] * eps), t, "sum"))
+
+    g = np.asarray(jax.grad(lp)(jnp.asarray(v, jnp.float32)))
+    c = float(fg.rectification_coefficients(sig)[k])
+    np.testing.assert_allclose(g, eps * c, rtol=1e-3, atol=1e-4)
+    norms.append(np.linalg.norm(g, axis=1).mean())
+    rect.append(np.linalg.norm(g, axis=1).mean() / c)
+  spread = lambda a: max(a) / min(a)  # pylint: disable=unnecessary-lambda-assignment
+  assert spread(norms) > 1.8 and spread(rect) < 1.2
+  w = np.asarray(fg.rectification_weights(np.arange(10), sig))
+  np.testing.assert_allclose(w.mean(), 1.0, rtol=1e-6)
+  assert np.all(np.diff(w) < 0)  # c_k grows along the schedule: early steps weigh more
+
+
+def test_single_sde_rollout_is_euler_but_one_sde_step():
+  sig = fg.flow_sigmas(8, 3.0)
+  vel = lambda x, t: -x * (1.0 + t[..., None])  # pylint: disable=unnecessary-lambda-assignment
+  noise = np.random.default_rng(2).normal(size=(3, 4)).astype(np.float32)
+  k = np.array([0, 2, 5])
+  key = jax.random.key(3)
+  ro = fg.single_sde_rollout(vel, noise, sig, k, key)
+  eps = np.asarray(jax.random.normal(key, noise.shape))
+  for b in range(3):
+    x = noise[b:b + 1]
+    for i in range(8):
+      v = np.asarray(vel(x, np.array([1.0 - sig[i]])))
+      if i == k[b]:
+        t = fg.sde_transition(x, v, sig, np.array([i]))
+        xk, x = x, np.asarray(t.mean) + np.asarray(t.std)[:, None] * eps[b:b + 1]
+        np.testing.assert_allclose(ro.x_k_BxD[b], xk[0], rtol=1e-5)
+        np.testing.assert_allclose(ro.x_next_BxD[b], x[0], rtol=1e-5)
+        np.testing.assert_allclose(ro.log_prob_B[b], fg.gaussian_log_prob(x, t)[0], rtol=1e-5)
+      else:
+        x = x + (sig[i + 1] - sig[i]) * (-v)
+    np.testing.assert_allclose(ro.x_final_BxD[b], x[0], rtol=1e-4, atol=1e-6)
+
+
+def test_iso_temporal_steps_are_shared_within_a_group():
+  k = np.asarray(fg.sample_sde_steps(jax.random.key(0), 50, 4, 10))
+  assert k.shape == (50, 4) and np.all(k == k[:, :1]) and 0 <= k.min() and k.max() < 10
+  assert len(np.unique(k[:, 0])) > 5
+  ind = np.asarray(fg.sample_sde_steps(jax.random.key(0), 50, 4, 10, iso_temporal=False))
+  assert np.mean(np.all(ind == ind[:, :1], axis=1)) < 0.1
+
+
+def _public_loss(lp, old, rewards, inv_c, clip):
+  """A numpy transcription of the public training loss (advantages per prompt over the
+  batch's std + 1e-4, clipped at 5; weight 1/c_k over its batch mean; max of the
+  unclipped and clipped losses; mean)."""
+  adv = (rewards - rewards.mean(1, keepdims=True)) / (rewards.std() + 1e-4)
+  adv = np.clip(adv, -5, 5)
+  ratio = np.exp(lp - old)
+  w = 1.0 / inv_c.mean()
+  unclipped = -w * inv_c * adv * ratio
+  clipped = -w * inv_c * adv * np.clip(ratio, 1 - clip, 1 + clip)
+  return np.mean(np.maximum(unclipped, clipped))
+
+
+def test_loss_equals_a_transcription_of_the_public_code():
+  rng = np.random.default_rng(4)
+  sig = fg.flow_sigmas(20, 3.0)
+  k = np.repeat(rng.integers(0, 10, (3, 1)), 4, axis=1)
+  rewards = rng.random((3, 4)).astype(np.float32)
+  old = -rng.random((3, 4)).astype(np.float32)
+  lp = old + rng.normal(scale=2e-3, size=(3, 4)).astype(np.float32)  # some ratios clip
+  inv_c = 1.0 / np.asarray(fg.rectification_coefficients(sig))[k]
+  got = fg.flash_grpo_loss(lp, old, rewards, k, sig, clip_eps=1e-3)
+  np.testing.assert_allclose(got, _public_loss(lp, old, rewards, inv_c, 1e-3), rtol=1e-4)
+  g = jax.grad(lambda x: fg.flash_grpo_loss(x, old, rewards, k, sig, clip_eps=1e-3))(lp)
+  assert np.sum(np.asarray(g) == 0) > 0  # clipped samples carry no gradient
+
+
+def test_bad_input():
+  sig = fg.flow_sigmas(20, 3.0)
+  z = np.zeros((2, 1), np.float32)
+  with pytest.raises(ValueError, match="group of at least 2"):
+    fg.flash_grpo_loss(z, z, z, np.zeros((2, 1), np.int32), sig)
+  with pytest.raises(ValueError, match="k_B"):
+    fg.rectification_weights(np.array([0, 19]), sig)
+  with pytest.raises(ValueError, match="group"):
+    fg.sample_sde_steps(jax.random.key(0), 3, 1, 5)
+  with pytest.raises(ValueError, match="sigmas"):
+    fg.rectification_coefficients(np.array([0.5, 0.9, 0.0]))
+  with pytest.raises(ValueError, match="k_B"):
+    fg.single_sde_rollout(lambda x, t: x, np.zeros((2, 3)), sig, np.array([0, 20]),
+                          jax.random.key(0))
