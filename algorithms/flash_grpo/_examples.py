@@ -2,7 +2,6 @@
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from reprojax.algorithms._common import Example
 from reprojax.algorithms.flash_grpo import _sde as s

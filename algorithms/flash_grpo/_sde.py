@@ -30,6 +30,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, NamedTuple
 
 import jax
@@ -166,7 +167,8 @@ def single_sde_rollout(velocity_fn: VelocityFn, noise_BxD: jax.Array, sigmas: ja
   """Integrates from noise with Euler ODE steps, except one SDE step at ``k_B`` per sample;
   keeps that transition and its log-probability (Flash-GRPO's rollout).
 
-  ``velocity_fn(x, t)`` is the suite's (``t = 1 - sigma``).
+  ``velocity_fn(x, t)`` is the suite's (``t = 1 - sigma``); it must be hashable (a static
+  argument of the jitted loop: pass the same function to reuse the compiled program).
   """
   sig = _check_sigmas(sigmas)
   k = _check_index(k_B, sig.shape[0], "k_B")
@@ -178,6 +180,15 @@ def single_sde_rollout(velocity_fn: VelocityFn, noise_BxD: jax.Array, sigmas: ja
   if x0.shape[:-1] != k.shape:
     raise ValueError(f"noise_BxD (..., B, D) and k_B (..., B) must share their batch shape, "
                      f"got {x0.shape} and {k.shape}")
+  if reduce not in REDUCTIONS:
+    raise ValueError(f"reduce must be one of {REDUCTIONS}, got {reduce!r}")
+  return Rollout(*_rollout(velocity_fn, x0, sig, k, key, reduce))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 5))
+def _rollout(velocity_fn, x0, sig, k, key, reduce):
+  # jitted with the velocity function static, as flow_matching.euler_sample: an eager caller
+  # passing the same function again reuses the program
   eps = jax.random.normal(key, x0.shape, jnp.float32)
 
   def step(i, carry):
@@ -196,8 +207,7 @@ def single_sde_rollout(velocity_fn: VelocityFn, noise_BxD: jax.Array, sigmas: ja
     return x_new, xk, xn, lp
 
   init = (x0, x0, x0, jnp.zeros(k.shape, jnp.float32))
-  x, xk, xn, lp = jax.lax.fori_loop(0, sig.shape[0] - 1, step, init)
-  return Rollout(x, xk, xn, lp)
+  return jax.lax.fori_loop(0, sig.shape[0] - 1, step, init)
 
 
 ADVANTAGES = ("global_std", "group_std")
