@@ -1,7 +1,9 @@
 """Flash-GRPO (ICML 2026): single-step GRPO for flow models, with iso-temporal grouping and
 temporal gradient rectification (issue 20). So far the core: the flow schedule, the SDE
 step and its log-probability, the single-SDE-step rollout, iso-temporal step sampling,
-the rectification coefficients and the loss; the experiment is not built yet.
+the rectification coefficients and the loss, and the baselines' pieces (Flow-GRPO's
+full-trajectory rollout, a sliding window of trained steps, the log-probability of any
+stored step); the experiment is not built yet.
 
 Public API::
 
@@ -18,6 +20,7 @@ References:
 from reprojax.algorithms.flash_grpo._sde import ADVANTAGES
 from reprojax.algorithms.flash_grpo._sde import REDUCTIONS
 from reprojax.algorithms.flash_grpo._sde import Rollout
+from reprojax.algorithms.flash_grpo._sde import Trajectory
 from reprojax.algorithms.flash_grpo._sde import Transition
 from reprojax.algorithms.flash_grpo._sde import flash_grpo_loss
 from reprojax.algorithms.flash_grpo._sde import flow_sigmas
@@ -27,11 +30,15 @@ from reprojax.algorithms.flash_grpo._sde import rectification_coefficients
 from reprojax.algorithms.flash_grpo._sde import rectification_weights
 from reprojax.algorithms.flash_grpo._sde import sample_sde_steps
 from reprojax.algorithms.flash_grpo._sde import sde_transition
+from reprojax.algorithms.flash_grpo._sde import sde_trajectory
 from reprojax.algorithms.flash_grpo._sde import single_sde_rollout
+from reprojax.algorithms.flash_grpo._sde import sliding_window
+from reprojax.algorithms.flash_grpo._sde import step_log_prob
 
-__all__ = ("ADVANTAGES", "REDUCTIONS", "Rollout", "Transition", "flash_grpo_loss", "flow_sigmas",
-           "gaussian_log_prob", "public_advantages", "rectification_coefficients",
-           "rectification_weights", "sample_sde_steps", "sde_transition", "single_sde_rollout")
+__all__ = ("ADVANTAGES", "REDUCTIONS", "Rollout", "Trajectory", "Transition", "flash_grpo_loss",
+           "flow_sigmas", "gaussian_log_prob", "public_advantages", "rectification_coefficients",
+           "rectification_weights", "sample_sde_steps", "sde_trajectory", "sde_transition",
+           "single_sde_rollout", "sliding_window", "step_log_prob")
 
 
 def examples():

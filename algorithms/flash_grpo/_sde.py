@@ -210,6 +210,84 @@ def _rollout(velocity_fn, x0, sig, k, key, reduce):
   return jax.lax.fori_loop(0, sig.shape[0] - 1, step, init)
 
 
+class Trajectory(NamedTuple):
+  states_NxBxD: jax.Array  # x before each step (N of them) ...
+  x_final_BxD: jax.Array  # ... and the sample at sigma = 0
+  log_probs_NxB: jax.Array  # each SDE step's log-probability (0 for an ODE step)
+
+
+def sde_trajectory(velocity_fn: VelocityFn, noise_BxD: jax.Array, sigmas: jax.Array,
+                   sde_N: jax.Array, key: jax.Array, reduce: str = "mean") -> Trajectory:
+  """The full-trajectory rollout of Flow-GRPO: step ``i`` is an SDE step where ``sde_N[i]``
+  (else an Euler ODE step), every state and log-probability kept, so any step can be
+  trained. ``sde_N`` must leave the last step (to ``sigma = 0``, zero noise) an ODE step."""
+  sig = _check_sigmas(sigmas)
+  n = sig.shape[0] - 1
+  key = _common.check_key("key", key)
+  mask = jnp.asarray(sde_N)
+  if mask.shape != (n,):
+    raise ValueError(f"sde_N must mark each of the {n} steps, got shape {mask.shape}")
+  if _common.is_concrete(mask) and bool(np.asarray(mask)[-1]):
+    raise ValueError("sde_N must leave the last step an ODE step (its next sigma is 0)")
+  _common.check_finite("noise_BxD", noise_BxD)
+  x0 = jnp.asarray(noise_BxD, jnp.float32)
+  if x0.ndim != 2 or x0.shape[-1] < 1:
+    raise ValueError(f"noise_BxD must be (B, D) with D >= 1, got shape {x0.shape}")
+  if reduce not in REDUCTIONS:
+    raise ValueError(f"reduce must be one of {REDUCTIONS}, got {reduce!r}")
+  states, x, lps = _trajectory(velocity_fn, x0, sig, mask.astype(bool), key, reduce)
+  return Trajectory(states, x, lps)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 5))
+def _trajectory(velocity_fn, x0, sig, mask, key, reduce):
+  n = sig.shape[0] - 1
+
+  def step(x, inputs):
+    i, use_sde, k_i = inputs
+    t = jnp.broadcast_to(1.0 - sig[i], x.shape[:-1])
+    v = velocity_fn(x, t)
+    ode = x - (sig[i + 1] - sig[i]) * v
+    tr = sde_transition(x, v, sig, jnp.broadcast_to(jnp.minimum(i, n - 2), x.shape[:-1]))
+    sde = tr.mean + tr.std[..., None] * jax.random.normal(k_i, x.shape, jnp.float32)
+    x_new = jnp.where(use_sde, sde, ode)
+    lp = jnp.where(use_sde, gaussian_log_prob(sde, tr, reduce), 0.0)
+    return x_new, (x, lp)
+
+  x, (states, lps) = jax.lax.scan(step, x0, (jnp.arange(n), mask, jax.random.split(key, n)))
+  return states, x, lps
+
+
+def step_log_prob(velocity_fn: VelocityFn, x_k_BxD: jax.Array, x_next_BxD: jax.Array,
+                  sigmas: jax.Array, k_B: jax.Array, reduce: str = "mean") -> jax.Array:
+  """The log-probability ``(B,)`` of the stored transition ``x_k -> x_next`` at step ``k``
+  under ``velocity_fn``: the differentiable quantity every arm trains (the policy's
+  ``log p`` in the GRPO ratio)."""
+  sig = _check_sigmas(sigmas)
+  k = _check_index(k_B, sig.shape[0], "k_B")
+  _common.check_finite("x_k_BxD", x_k_BxD)
+  xk = jnp.asarray(x_k_BxD, jnp.float32)
+  if xk.ndim < 1 or xk.shape[:-1] != k.shape or jnp.shape(x_next_BxD) != xk.shape:
+    raise ValueError(f"x_k_BxD and x_next_BxD must share one shape (..., B, D) with k_B (..., B),"
+                     f" got {xk.shape}, {jnp.shape(x_next_BxD)} and {k.shape}")
+  v = velocity_fn(xk, 1.0 - sig[k])
+  return gaussian_log_prob(x_next_BxD, sde_transition(x_k_BxD, v, sig, k), reduce)
+
+
+def sliding_window(iteration: int, window: int, num_steps: int, stride: int = 1) -> np.ndarray:
+  """The steps a sliding-window baseline trains at ``iteration``: ``window`` consecutive
+  steps starting at ``(iteration * stride) mod (num_steps - window + 1)``, over the
+  ``num_steps`` steps that can be SDE steps."""
+  iteration = _common.check_int("iteration", iteration, 0)
+  window = _common.check_int("window", window, 1)
+  num_steps = _common.check_int("num_steps", num_steps, 1)
+  stride = _common.check_int("stride", stride, 1)
+  if window > num_steps:
+    raise ValueError(f"window={window} exceeds the {num_steps} steps it slides over")
+  start = (iteration * stride) % (num_steps - window + 1)
+  return np.arange(start, start + window)
+
+
 ADVANTAGES = ("global_std", "group_std")
 
 

@@ -146,3 +146,34 @@ def test_bad_input():
   with pytest.raises(ValueError, match="k_B"):
     fg.single_sde_rollout(lambda x, t: x, np.zeros((2, 3)), sig, np.array([0, 20]),
                           jax.random.key(0))
+
+
+def test_full_trajectory_keeps_every_step_and_its_log_prob():
+  """Flow-GRPO's rollout: each SDE step's stored log-probability is the stored transition's
+  (recomputed by step_log_prob), ODE steps are Euler steps with log-probability 0, and with
+  only step k an SDE step it is the single-step rollout's transition with the same noise."""
+  sig = fg.flow_sigmas(8, 3.0)
+  vel = lambda x, t: -x * (1.0 + t[..., None])  # pylint: disable=unnecessary-lambda-assignment
+  noise = np.random.default_rng(5).normal(size=(3, 4)).astype(np.float32)
+  mask = np.arange(8) < 6
+  tr = fg.sde_trajectory(vel, noise, sig, mask, jax.random.key(1))
+  states = np.concatenate([np.asarray(tr.states_NxBxD), np.asarray(tr.x_final_BxD)[None]])
+  for i in range(8):
+    if mask[i]:
+      want = fg.step_log_prob(vel, states[i], states[i + 1], sig, np.full((3,), i))
+      np.testing.assert_allclose(tr.log_probs_NxB[i], want, rtol=1e-5)
+    else:
+      v = np.asarray(vel(states[i], np.full((3,), 1.0 - sig[i])))
+      np.testing.assert_allclose(states[i + 1], states[i] - (sig[i + 1] - sig[i]) * v,
+                                 rtol=1e-5, atol=1e-6)
+      assert np.all(np.asarray(tr.log_probs_NxB[i]) == 0.0)
+  with pytest.raises(ValueError, match="last step"):
+    fg.sde_trajectory(vel, noise, sig, np.ones(8, bool), jax.random.key(1))
+
+
+def test_sliding_window_slides_and_wraps():
+  assert fg.sliding_window(0, 3, 10).tolist() == [0, 1, 2]
+  assert fg.sliding_window(4, 3, 10, stride=2).tolist() == [0, 1, 2]  # 8 mod 8
+  assert fg.sliding_window(3, 3, 10, stride=2).tolist() == [6, 7, 8]
+  with pytest.raises(ValueError, match="window"):
+    fg.sliding_window(0, 11, 10)
