@@ -1,0 +1,44 @@
+"""A small class-conditional velocity MLP for flow models on low-dimensional data.
+
+The 2-D half of the suite's conditional flow network (``STYLE.md``, "One of each"; the
+image half is :mod:`reprojax.models.cond_unet`): ``v(x_t, t, label)`` for
+:mod:`reprojax.algorithms.flow_matching`'s convention (``t = 0`` noise, ``t = 1`` data).
+The input is ``x`` concatenated with the sinusoidal embedding of ``t`` (the U-Net's,
+:func:`reprojax.models.cond_unet.time_embedding`) and a learned embedding of the label;
+label ``num_classes`` is the null label of classifier-free guidance. Hidden layers are
+SiLU MLP layers; the output layer starts at zero, so an untrained model's flow is still.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from reprojax.models import cond_unet
+
+
+class CondFlowMLP(nn.Module):
+  """``CondFlowMLP(num_classes).apply(params, x_BxD, t_B, label_B) -> v_BxD``."""
+
+  num_classes: int
+  hidden: Sequence[int] = (128, 128, 128)
+  time_dim: int = 32
+  label_dim: int = 32
+
+  @nn.compact
+  def __call__(self, x_BxD: jax.Array, t_B: jax.Array, label_B: jax.Array) -> jax.Array:
+    if jnp.ndim(x_BxD) != 2 or jnp.shape(t_B) != jnp.shape(x_BxD)[:1] or \
+        jnp.shape(label_B) != jnp.shape(x_BxD)[:1]:
+      raise ValueError(f"x_BxD must be (B, D) with t_B and label_B of shape (B,), got "
+                       f"{jnp.shape(x_BxD)}, {jnp.shape(t_B)} and {jnp.shape(label_B)}")
+    if not jnp.issubdtype(jnp.result_type(label_B), jnp.integer):
+      raise ValueError(f"label_B must hold integer labels, got {jnp.result_type(label_B)}")
+    emb_t = cond_unet.time_embedding(jnp.asarray(t_B, jnp.float32), self.time_dim)
+    emb_y = nn.Embed(self.num_classes + 1, self.label_dim, name="label")(label_B)
+    h = jnp.concatenate([x_BxD, emb_t, emb_y], axis=-1)
+    for i, width in enumerate(self.hidden):
+      h = nn.silu(nn.Dense(width, name=f"dense_{i}")(h))
+    return nn.Dense(x_BxD.shape[-1], kernel_init=nn.initializers.zeros, name="out")(h)
