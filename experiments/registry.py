@@ -24,6 +24,7 @@ PAPERS: tuple[str, ...] = (
     "snv",
     "llm4ph",
     "pdr",
+    "flash_grpo",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -43,6 +44,8 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # llm4ph trains nothing: it generates, checks and scores a benchmark. oce trains its
 # generator with ``train.fit`` (checkpointed; its stop-and-resume test is in-process, see
 # ``tests/experiments/test_launcher.py``'s RESUME_TESTS); what follows is minutes.
+# flash_grpo pretrains and fine-tunes its small flow model inside one compiled program over
+# all seeds (seconds), which a killed run recomputes.
 # pdr likewise trains its decoder with ``train.fit`` (a rerun restores the trained model;
 # its in-process stop-and-resume test is also in RESUME_TESTS); its evaluation, seconds of
 # host loops, is recomputed.

@@ -3,7 +3,7 @@ temporal gradient rectification (issue 20). So far the core: the flow schedule, 
 step and its log-probability, the single-SDE-step rollout, iso-temporal step sampling,
 the rectification coefficients and the loss, and the baselines' pieces (Flow-GRPO's
 full-trajectory rollout, a sliding window of trained steps, the log-probability of any
-stored step); the experiment is not built yet.
+stored step). The experiment is ``reprojax.experiments.flash_grpo``.
 
 Public API::
 
