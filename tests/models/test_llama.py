@@ -152,15 +152,18 @@ def test_smollm2_runs_pdr_end_to_end(smol):
     return tuple(tok.encode(smollm2.chat_prompt(text)).ids)
 
   question = tuple(tok.encode("Sort these numbers: 7 2 9 4").ids)
-  trace = pdr.pdr(gen, question, (2, 1), draft_tokens=12, workspace_tokens=12,
+  # two rounds of two drafts: both calls (2 rows, prompts padded to 64 tokens) share one
+  # compiled program
+  trace = pdr.pdr(gen, question, (2, 2), draft_tokens=12, workspace_tokens=12,
                   key=jax.random.key(0), k=1, prompt=prompt)
-  assert calls == [2, 1]
+  assert calls == [2, 2]
   first = trace.rounds[0].drafts
   best = max(first, key=lambda d: d.score)
-  assert all(d.score < 0 for d in first) and trace.rounds[1].workspaces == (best.tokens,)
+  assert all(d.score < 0 for d in first) and trace.rounds[1].workspaces == (best.tokens,) * 2
   assert tok.decode(list(best.tokens)) in tok.decode(list(prompt(question, best.tokens, ())))
   assert trace.budget.total_tokens == sum(len(d.tokens) for r in trace.rounds for d in r.drafts)
-  assert trace.budget.sequential_tokens == max(len(d.tokens) for d in first) + len(trace.answer)
+  assert trace.budget.sequential_tokens == sum(max(len(d.tokens) for d in r.drafts)
+                                              for r in trace.rounds)
 
 # ---- the machinery, on a tiny random model ----
 
