@@ -84,6 +84,8 @@ class LlamaConfig:
   dtype: str = "float32"  # parameter and activation dtype
   causal: bool = True  # False: every token attends to every real token (a masked or
   # diffusion LM's denoiser; the forward pass only: decode and generate need causal)
+  n_experts: int = 0  # > 0: each layer's MLP is a mixture of n_experts SwiGLU experts
+  experts_top_k: int = 2  # experts each token is routed to (MoE only)
 
   def __post_init__(self):
     for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "max_len"):
@@ -104,6 +106,13 @@ class LlamaConfig:
                        f"{self.rope_theta!r}")
     if not (self.norm_eps > 0.0):
       raise ValueError(f"LlamaConfig.norm_eps must be > 0, got {self.norm_eps!r}")
+    for name in ("n_experts", "experts_top_k"):
+      value = getattr(self, name)
+      if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"LlamaConfig.{name} must be an int >= 0, got {value!r}")
+    if self.n_experts and not 1 <= self.experts_top_k <= self.n_experts:
+      raise ValueError(f"LlamaConfig.experts_top_k must lie in [1, n_experts={self.n_experts}],"
+                       f" got {self.experts_top_k}")
     if not isinstance(self.causal, bool):
       raise ValueError(f"LlamaConfig.causal must be a bool, got {self.causal!r}")
     if self.dtype not in ("float32", "bfloat16", "float16"):
@@ -246,8 +255,48 @@ class Block(nn.Module):
     a, new_kv = Attention(c, name="attn")(RMSNorm(c.norm_eps, c.dtype, name="attn_norm")(x_BxTxD),
                                           sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv, index)
     x_BxTxD = x_BxTxD + a
-    x_BxTxD = x_BxTxD + Mlp(c, name="mlp")(RMSNorm(c.norm_eps, c.dtype, name="mlp_norm")(x_BxTxD))
+    mlp = MoeMlp(c, name="moe") if c.n_experts else Mlp(c, name="mlp")
+    x_BxTxD = x_BxTxD + mlp(RMSNorm(c.norm_eps, c.dtype, name="mlp_norm")(x_BxTxD))
     return x_BxTxD, new_kv
+
+
+class MoeMlp(nn.Module):
+  """A mixture of SwiGLU experts with top-k routing (Mixtral's form).
+
+  A bias-free router scores the ``E = n_experts`` experts per token; the token goes to its
+  ``k = experts_top_k`` best, weighted by the softmax of their router logits (renormalised
+  over the k), and the output is the weighted sum of those experts' SwiGLU outputs. Every
+  expert is computed densely and the unselected ones weighted 0 (toy sizes: simple, and the
+  same FLOPs on every token). The router logits ``(B, T, E)`` and the chosen experts
+  ``(B, T, k)`` are sown into the ``"intermediates"`` collection (``router_logits``,
+  ``experts``), for routing analyses and load-balancing losses.
+
+  Parameters: ``router`` ``(D, E)``; ``gate_proj``, ``up_proj`` ``(E, D, F)``; ``down_proj``
+  ``(E, F, D)``.
+  """
+
+  config: LlamaConfig
+
+  @nn.compact
+  def __call__(self, x_BxTxD):
+    c = self.config
+    init = nn.initializers.normal(0.02)
+    e, d, f = c.n_experts, c.d_model, c.d_ff
+    logits_BxTxE = nn.Dense(e, use_bias=False, dtype=jnp.float32, param_dtype=c.dtype,
+                            kernel_init=init, name="router")(x_BxTxD).astype(jnp.float32)
+    top_BxTxK, experts_BxTxK = jax.lax.top_k(logits_BxTxE, c.experts_top_k)
+    gates_BxTxK = jax.nn.softmax(top_BxTxK, axis=-1)
+    weights_BxTxE = jnp.sum(jax.nn.one_hot(experts_BxTxK, e) * gates_BxTxK[..., None], axis=-2)
+    self.sow("intermediates", "router_logits", logits_BxTxE)
+    self.sow("intermediates", "experts", experts_BxTxK)
+    w_gate = self.param("gate_proj", init, (e, d, f), c.dtype)
+    w_up = self.param("up_proj", init, (e, d, f), c.dtype)
+    w_down = self.param("down_proj", init, (e, f, d), c.dtype)
+    h_BxTxExF = nn.silu(jnp.einsum("btd,edf->btef", x_BxTxD, w_gate)) * \
+        jnp.einsum("btd,edf->btef", x_BxTxD, w_up)
+    out_BxTxExD = jnp.einsum("btef,efd->bted", h_BxTxExF, w_down)
+    return jnp.einsum("bted,bte->btd", out_BxTxExD,
+                      weights_BxTxE.astype(out_BxTxExD.dtype)).astype(x_BxTxD.dtype)
 
 
 class Mlp(nn.Module):

@@ -13,9 +13,9 @@ module adds is what a synthetic task needs:
   (the answer after a prompt, say), the other tokens being context only; :func:`pack` lays
   prompt-target pairs out for it.
 
-``causal=False`` gives the bidirectional mode (masked and block diffusion LMs). A
-mixture-of-experts feed-forward is to come with the paper that needs it (``STYLE.md``,
-"One of each").
+``causal=False`` gives the bidirectional mode (masked and block diffusion LMs);
+``n_experts > 0`` a mixture-of-experts feed-forward with top-k routing whose router logits
+and choices are sown for analysis (``STYLE.md``, "One of each").
 """
 
 from __future__ import annotations
@@ -32,16 +32,18 @@ from reprojax.models import llama
 
 
 def decoder_config(vocab_size: int, *, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
-                   d_ff: int | None = None, max_len: int = 256, causal: bool = True
-                   ) -> llama.LlamaConfig:
+                   d_ff: int | None = None, max_len: int = 256, causal: bool = True,
+                   n_experts: int = 0, experts_top_k: int = 2) -> llama.LlamaConfig:
   """A small LLaMA-style decoder: ``d_ff`` defaults to ``2 d_model`` (SwiGLU's three
   matrices then hold as many weights as a 3x ReLU MLP), float32. ``causal=False`` is the
   bidirectional mode (every token sees every real token: a masked or diffusion LM's
-  denoiser; the forward pass and :func:`lm_loss`-style losses only, no ``generate``)."""
+  denoiser; the forward pass and :func:`lm_loss`-style losses only, no ``generate``).
+  ``n_experts > 0`` makes every MLP a mixture of experts with top-``experts_top_k`` routing
+  (:class:`reprojax.models.llama.MoeMlp`)."""
   return llama.LlamaConfig(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers,
                            n_heads=n_heads, n_kv_heads=n_heads,
                            d_ff=2 * d_model if d_ff is None else d_ff, max_len=max_len,
-                           causal=causal)
+                           causal=causal, n_experts=n_experts, experts_top_k=experts_top_k)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -385,3 +385,43 @@ def test_bidirectional_mode_sees_later_tokens_and_refuses_to_decode(tiny):
     llama.generate(bi, params, ids, max_new_tokens=2)
   with pytest.raises(ValueError, match="causal"):
     llama.LlamaConfig(**{**dataclasses.asdict(TINY), "causal": 1})
+
+
+def test_mixture_of_experts_routes_each_token_to_its_top_k():
+  """MoE layer against a per-token numpy loop over the chosen experts; one expert with
+  k = 1 is the dense SwiGLU MLP with the same weights; the routing is sown."""
+  cfg = dataclasses.replace(TINY, n_experts=4, experts_top_k=2)
+  x = np.random.default_rng(0).normal(size=(2, 3, cfg.d_model)).astype(np.float32)
+  layer = llama.MoeMlp(cfg)
+  params = layer.init(jax.random.key(0), x)
+  rng = np.random.default_rng(1)
+  params = jax.tree.map(lambda a: (0.3 * rng.normal(size=a.shape)).astype(np.float32), params)
+  out, state = layer.apply(params, x, mutable=["intermediates"])
+  p = params["params"]
+  silu = lambda z: z / (1 + np.exp(-z))  # pylint: disable=unnecessary-lambda-assignment
+  want = np.zeros_like(x)
+  for b in range(2):
+    for t in range(3):
+      logits = x[b, t] @ p["router"]["kernel"]
+      top = np.argsort(-logits)[:2]
+      g = np.exp(logits[top] - logits[top].max())
+      g /= g.sum()
+      for gate, e in zip(g, top):
+        h = silu(x[b, t] @ p["gate_proj"][e]) * (x[b, t] @ p["up_proj"][e])
+        want[b, t] += gate * (h @ p["down_proj"][e])
+  np.testing.assert_allclose(np.asarray(out), want, rtol=1e-4, atol=1e-5)
+  chosen = np.asarray(state["intermediates"]["experts"][0])
+  assert chosen.shape == (2, 3, 2) and np.all(chosen[..., 0] != chosen[..., 1])
+  one = dataclasses.replace(TINY, n_experts=1, experts_top_k=1)
+  moe_params = llama.MoeMlp(one).init(jax.random.key(2), x)
+  dense = {"params": {n: {"kernel": moe_params["params"][n][0]}
+                      for n in ("gate_proj", "up_proj", "down_proj")}}
+  np.testing.assert_allclose(llama.MoeMlp(one).apply(moe_params, x),
+                             llama.Mlp(one).apply(dense, x), rtol=1e-5, atol=1e-6)
+  # a whole MoE decoder runs, generates, and names its MLPs "moe"
+  full = llama.init(cfg, jax.random.key(3))
+  assert "moe" in full["params"]["layers_0"] and "mlp" not in full["params"]["layers_0"]
+  gen = llama.generate(cfg, full, np.array([[3, 4, 5]], np.int32), max_new_tokens=2)
+  assert np.asarray(gen.tokens_BxN).shape == (1, 2)
+  with pytest.raises(ValueError, match="experts_top_k"):
+    dataclasses.replace(TINY, n_experts=2, experts_top_k=3)
