@@ -79,7 +79,10 @@ def _quiet():
     logging.set_verbosity(level)
 
 
-def _checkpoint_manager(workdir: str, keep: int) -> ocp.CheckpointManager:
+def checkpoint_manager(workdir: str, keep: int = 2) -> ocp.CheckpointManager:
+  """The suite's orbax manager under ``<workdir>/checkpoints``: synchronous saves (a kill
+  never leaves a half-written step), ``keep`` latest kept. Loops other than :func:`fit`
+  (pdr's RL) checkpoint through it too."""
   options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                          enable_async_checkpointing=False)
   return ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints"),
@@ -211,7 +214,7 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
                             batch_size=batch_size, abstract_state=abstract)
 
   with _quiet():
-    mngr = _checkpoint_manager(workdir, keep_checkpoints)
+    mngr = checkpoint_manager(workdir, keep_checkpoints)
     latest = mngr.latest_step()
   if latest is not None:
     target = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),

@@ -46,7 +46,9 @@ import optax
 
 from reprojax.algorithms import flash_grpo as fg
 from reprojax.algorithms import flow_matching as fm
+from reprojax.algorithms import policy_gradient as pg
 from reprojax.data import mixture2d
+from reprojax.experiments import common
 from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.flash_grpo import plots
@@ -180,8 +182,8 @@ def make_iteration(config, model, arm: str):
       def one(k):
         lp = fg.step_log_prob(vel, states[k], states[k + 1], sig,
                               jnp.full((p * g,), k, jnp.int32)).reshape(p, g)
-        ratio = jnp.exp(lp - jax.lax.stop_gradient(lp))
-        return -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - clip, 1 + clip) * adv))
+        return -jnp.mean(pg.clipped_surrogate(lp, jax.lax.stop_gradient(lp), adv,
+                                              clip_eps=clip))
 
       return jnp.mean(jax.vmap(one)(steps))
 
@@ -244,7 +246,7 @@ def gradient_diagnostics(config, model, params, key):
   labels = _labels(config)
   nb = int(config.variance_batches)
 
-  def grad_at(k_pg, key_, rectify):
+  def grad_at(k_pg, key_):
     k_noise, k_sde = jax.random.split(key_)
     noise = jax.random.normal(k_noise, (p * g, 2))
     k_b = k_pg.reshape(-1)
@@ -264,14 +266,14 @@ def gradient_diagnostics(config, model, params, key):
   ks = jnp.arange(int(config.sde_high))
   keys = jax.random.split(key, nb)
   norms = jax.vmap(lambda k: jnp.mean(jax.vmap(
-      lambda kk: jnp.linalg.norm(grad_at(jnp.full((p, g), k), kk, False)))(keys)))(ks)
+      lambda kk: jnp.linalg.norm(grad_at(jnp.full((p, g), k), kk)))(keys)))(ks)
   inv_c = 1.0 / fg.rectification_coefficients(sig)[ks]
   rect = norms * inv_c / jnp.mean(inv_c)
 
   def variance(iso):
     gs = jax.vmap(lambda kk: grad_at(fg.sample_sde_steps(jax.random.fold_in(kk, 7), p, g,
                                                           int(config.sde_high),
-                                                          iso_temporal=iso), kk, False))(keys)
+                                                          iso_temporal=iso), kk))(keys)
     return jnp.mean(jnp.sum(jnp.square(gs - gs.mean(0)), axis=1))
 
   return norms, rect, variance(False), variance(True)
@@ -299,10 +301,6 @@ def _program(config_json: str):
   return per_seed
 
 
-def _config_json(config) -> str:
-  return config.to_json()
-
-
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   """The run of the module docstring; returns the metrics."""
   _check_config(config)
@@ -313,10 +311,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   points = np.stack([d.points_Nx2 for d in data])
   labels = np.stack([d.labels_N for d in data])
   keys = jax.random.split(jax.random.key(int(config.seed)), len(seeds))
-  fn = sharding.vmap_sharded(_program(_config_json(config)), mesh, in_axes=(0, 0, 0))
+  fn = sharding.vmap_sharded(_program(config.to_json()), mesh, in_axes=(0, 0, 0))
   out = jax.device_get(fn(keys, points, labels))
   m: dict[str, float] = {"num_seeds": float(len(seeds))}
-  se = lambda x: float(np.std(x, ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0  # pylint: disable=unnecessary-lambda-assignment
+  se = lambda x: float(common.standard_error(x)) if len(x) > 1 else 0.0  # pylint: disable=unnecessary-lambda-assignment
   pre = np.asarray(out["pretrain_loss"])
   if not np.all(np.isfinite(pre)):
     raise FloatingPointError(f"pretraining loss is not finite: {pre}")

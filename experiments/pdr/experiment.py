@@ -49,6 +49,7 @@ import optax
 
 from reprojax.algorithms import pdr
 from reprojax.data import pdr as pdr_data
+from reprojax.experiments import common
 from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments import train
@@ -215,7 +216,7 @@ def frontier_markdown(config, metrics, prefix: str = "") -> str:
 def _paired(metrics, per_rep: Mapping[str, list[float]], a: str, b: str) -> None:
   d = np.asarray(per_rep[a]) - np.asarray(per_rep[b])
   metrics[f"gap_{a}_vs_{b}"] = float(d.mean())
-  metrics[f"gap_{a}_vs_{b}_se"] = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+  metrics[f"gap_{a}_vs_{b}_se"] = float(common.standard_error(d)) if d.size > 1 else 0.0
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
@@ -237,8 +238,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     t_train += time.perf_counter() - t0
     if use_rl:
       t0 = time.perf_counter()
-      policies["rl_"], summary = rl.train_rl(config, policies[""],
-                                             os.path.join(workdir, f"rl_seed{int(ms)}"), int(ms))
+      policies["rl_"], summary = rl.train_rl(
+          config, policies[""], os.path.join(workdir, f"rl_seed{int(ms)}"), int(ms),
+          cfg=model_config(config), task=sorting_task(config), pad=prompt_pad(config))
       for k_, v in summary.items():
         metrics[f"{k_}_seed{int(ms)}"] = v
       t_rl += time.perf_counter() - t0
@@ -268,7 +270,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   for name, accs in per_rep.items():
     a = np.asarray(accs)
     metrics[f"{name}_acc"] = float(a.mean())
-    metrics[f"{name}_acc_se"] = float(a.std(ddof=1) / np.sqrt(a.size)) if a.size > 1 else 0.0
+    metrics[f"{name}_acc_se"] = float(common.standard_error(a)) if a.size > 1 else 0.0
     metrics[f"{name}_seq_tokens"] = sums[name][0] / count
     metrics[f"{name}_total_tokens"] = sums[name][1] / count
     metrics[f"{name}_max_context"] = float(sums[name][2])

@@ -34,6 +34,7 @@ from reprojax.algorithms import pdr
 from reprojax.algorithms import policy_gradient as pg
 from reprojax.data import pdr as pdr_data
 from reprojax.experiments import metrics as metrics_lib
+from reprojax.experiments import train
 from reprojax.models import llama
 from reprojax.models import transformer
 
@@ -83,22 +84,18 @@ def make_step(cfg: llama.LlamaConfig, optimizer, ref_params, *, beta: float, cli
   return step
 
 
-def train_rl(config, sft_params, workdir: str, seed: int, stop_after: int | None = None):
+def train_rl(config, sft_params, workdir: str, seed: int, *, cfg: llama.LlamaConfig,
+             task: pdr_data.SortingTask, pad: int, stop_after: int | None = None):
   """The policy after ``config.rl.steps`` GRPO steps from ``sft_params`` (see the module
-  docstring). Returns ``(params, {"rl_reward_drafts": ..., "rl_reward_refined": ...})``,
-  the mean rewards of the last quarter of the steps (:func:`reward_summary`)."""
-  from reprojax.experiments.pdr import experiment  # pylint: disable=g-import-not-at-top
+  docstring), for the decoder ``cfg`` on ``task`` with prompts left-padded to ``pad``
+  tokens. Returns ``(params, {"rl_reward_drafts": ..., "rl_reward_refined": ...})``, the
+  mean rewards of the last quarter of the steps (:func:`reward_summary`)."""
   rc = config.rl
-  cfg = experiment.model_config(config)
-  task = experiment.sorting_task(config)
-  pad = experiment.prompt_pad(config)
   width, k, nq = int(config.width), int(config.k), int(rc.questions)
   optimizer = optax.adam(float(rc.learning_rate))
   step_fn = make_step(cfg, optimizer, sft_params, beta=float(rc.beta),
                       clip_eps=float(rc.clip_eps))
-  mngr = ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints"),
-                               options=ocp.CheckpointManagerOptions(
-                                   max_to_keep=2, create=True, enable_async_checkpointing=False))
+  mngr = train.checkpoint_manager(workdir)
   state = RlState(jnp.zeros((), jnp.int32), sft_params, optimizer.init(sft_params))
   if mngr.latest_step() is not None:
     state = mngr.restore(mngr.latest_step(), args=ocp.args.StandardRestore(state))

@@ -30,9 +30,9 @@ def test_tiny_run_trains_once_and_scores_every_method(tmp_path):
     assert m[f"{n}_seq_tokens"] <= r * task.draft_tokens
   assert m[f"pdr_shared_top_k_{r}_total_tokens"] <= (w * (r - 1) + 1) * task.draft_tokens
   assert m[f"bon_{r}_seq_tokens"] <= task.draft_tokens
-  # SR's context stays bounded by one workspace; the long pass's grows with every draft
+  # SR's context stays bounded by one workspace (the long pass's growth is checked on a
+  # scripted model in tests/algorithms/test_pdr.py)
   assert m[f"sr_{r}_max_context"] <= task.prompt_tokens(1) + task.draft_tokens
-  assert m[f"long_{r}_max_context"] > m[f"sr_{r}_max_context"] or m[f"long_{r}_seq_tokens"] < r
   assert m["workspace_max_tokens"] <= m["workspace_bound"]
   assert m["replicates"] == len(config.eval_seeds)
   table = (tmp_path / "frontier.md").read_text()
@@ -85,10 +85,12 @@ def test_rl_stop_and_resume_is_bit_identical_and_learns_from_rewards(tmp_path):
   with config.unlocked():
     config.rl.steps, config.rl.checkpoint_every = 4, 2
   sft = jax.device_get(llama.init(experiment.model_config(config), jax.random.key(0)))
-  straight, summary = rl.train_rl(config, sft, str(tmp_path / "a"), 0)
-  rl.train_rl(config, sft, str(tmp_path / "b"), 0, stop_after=2)
+  kw = dict(cfg=experiment.model_config(config), task=experiment.sorting_task(config),
+            pad=experiment.prompt_pad(config))
+  straight, summary = rl.train_rl(config, sft, str(tmp_path / "a"), 0, **kw)
+  rl.train_rl(config, sft, str(tmp_path / "b"), 0, stop_after=2, **kw)
   assert sorted(p.name for p in (tmp_path / "b" / "checkpoints").iterdir()) == ["2"]
-  resumed, _ = rl.train_rl(config, sft, str(tmp_path / "b"), 0)
+  resumed, _ = rl.train_rl(config, sft, str(tmp_path / "b"), 0, **kw)
   jax.tree.map(np.testing.assert_array_equal, straight, resumed)
   assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, straight, sft)))
   assert set(summary) == {"rl_reward_drafts", "rl_reward_refined"}
