@@ -25,6 +25,7 @@ PAPERS: tuple[str, ...] = (
     "llm4ph",
     "pdr",
     "flash_grpo",
+    "vrpo",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -45,7 +46,8 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # generator with ``train.fit`` (checkpointed; its stop-and-resume test is in-process, see
 # ``tests/experiments/test_launcher.py``'s RESUME_TESTS); what follows is minutes.
 # flash_grpo pretrains and fine-tunes its small flow model inside one compiled program over
-# all seeds (seconds), which a killed run recomputes.
+# all seeds (seconds), which a killed run recomputes; so does vrpo (its value head and every
+# arm at every temperature, under a minute).
 # pdr likewise trains its decoder with ``train.fit`` (a rerun restores the trained model;
 # its in-process stop-and-resume test is also in RESUME_TESTS); its evaluation, seconds of
 # host loops, is recomputed.

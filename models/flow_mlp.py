@@ -1,4 +1,5 @@
-"""A small class-conditional velocity MLP for flow models on low-dimensional data.
+"""Small MLPs for flow and diffusion models on low-dimensional data: a class-conditional
+velocity (or noise) network and a distributional value head over noisy states.
 
 The 2-D half of the suite's conditional flow network (``STYLE.md``, "One of each"; the
 image half is :mod:`reprojax.models.cond_unet`): ``v(x_t, t, label)`` for
@@ -42,3 +43,28 @@ class CondFlowMLP(nn.Module):
     for i, width in enumerate(self.hidden):
       h = nn.silu(nn.Dense(width, name=f"dense_{i}")(h))
     return nn.Dense(x_BxD.shape[-1], kernel_init=nn.initializers.zeros, name="out")(h)
+
+
+class ValueDistributionMLP(nn.Module):
+  """``ValueDistributionMLP(num_atoms).apply(params, x_BxD, t_B) -> logits_BxA``: a
+  distributional value head over noisy states, the categorical distribution of a terminal
+  return given ``(x_t, t)`` (``t`` in [0, 1], the same sinusoidal embedding as
+  :class:`CondFlowMLP`). The output layer starts at zero: an untrained head is uniform
+  over the atoms."""
+
+  num_atoms: int
+  hidden: Sequence[int] = (128, 128)
+  time_dim: int = 32
+
+  @nn.compact
+  def __call__(self, x_BxD: jax.Array, t_B: jax.Array) -> jax.Array:
+    if jnp.ndim(x_BxD) != 2 or jnp.shape(t_B) != jnp.shape(x_BxD)[:1]:
+      raise ValueError(f"x_BxD must be (B, D) with t_B of shape (B,), got "
+                       f"{jnp.shape(x_BxD)} and {jnp.shape(t_B)}")
+    if self.num_atoms < 2:
+      raise ValueError(f"num_atoms must be >= 2, got {self.num_atoms}")
+    emb_t = cond_unet.time_embedding(jnp.asarray(t_B, jnp.float32), self.time_dim)
+    h = jnp.concatenate([x_BxD, emb_t], axis=-1)
+    for i, width in enumerate(self.hidden):
+      h = nn.silu(nn.Dense(width, name=f"dense_{i}")(h))
+    return nn.Dense(self.num_atoms, kernel_init=nn.initializers.zeros, name="out")(h)

@@ -1,0 +1,28 @@
+r"""VRPO at full scale: longer chains and training, more seeds (not part of `make reproduce`).
+
+    python -m reprojax.experiments.vrpo.main --config=experiments/vrpo/configs/full.py --workdir=/tmp/vrpo_full
+
+Hardware and time: a GPU, or about half an hour on 2 CPU cores. A 50-step chain (the
+discrete chain's values closer to the continuous closed form), a wider head trained four
+times longer, 2,000 fine-tuning steps per arm, ten seeds, three temperatures.
+"""
+
+from reprojax.experiments.vrpo.configs import quick
+
+
+def get_config():
+  c = quick.get_config()
+  c.scale = "full"
+  c.num_seeds = 10
+  c.etas = (1.0, 0.5, 2.0)
+  c.num_steps = 50
+  c.segment = 8
+  c.value_hidden = (128, 128)
+  c.hidden = (128, 128)
+  c.value_steps = 2400
+  c.value_batch = 128
+  c.steps = 2000
+  c.batch = 256
+  c.eval_samples = 2000
+  c.curve_points = 9
+  return c
