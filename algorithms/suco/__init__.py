@@ -1,0 +1,40 @@
+"""SuCo (ICML 2026): minimal sufficient chains of thought and sufficiency-aware policy
+optimisation (issue 26). So far the core: forced answering on every step prefix in one
+batch, difficulty-adaptive thresholds, the minimal sufficient prefix, SAPO's reward and its
+complexity tracker (the group advantages and clipped loss are the suite's
+``algorithms.policy_gradient``); the task is ``reprojax.data.suco``. The experiment (base
+model, MFT, MFT + SAPO, fixed truncation) is not written yet.
+
+Public API::
+
+    from reprojax.algorithms import suco
+    p_BxJ, greedy_BxJ = suco.forced_answer_probs(logits_fn, prompt_BxP, prompt_len_B, cot_BxC,
+                                                 step_ends_BxS, answer_B, answer_token)
+    tau_B = suco.adaptive_threshold(difficulty_B, max_difficulty, lo=0.6, hi=0.9)
+    msc_B = suco.minimal_sufficient_steps(p_BxJ, tau_B, num_steps_B)
+    r_B = suco.sapo_reward(correct_B, length_B, tracked_B)
+
+References:
+  SuCo (ICML 2026), abstract only; Shao et al. DeepSeekMath (GRPO), 2024.
+"""
+
+from reprojax.algorithms.suco._core import Tracker
+from reprojax.algorithms.suco._core import adaptive_threshold
+from reprojax.algorithms.suco._core import forced_answer_logprob
+from reprojax.algorithms.suco._core import forced_answer_probs
+from reprojax.algorithms.suco._core import minimal_sufficient_steps
+from reprojax.algorithms.suco._core import prefix_batch
+from reprojax.algorithms.suco._core import sapo_reward
+from reprojax.algorithms.suco._core import tracked_length
+from reprojax.algorithms.suco._core import tracker_init
+from reprojax.algorithms.suco._core import tracker_update
+
+__all__ = ("Tracker", "adaptive_threshold", "forced_answer_logprob", "forced_answer_probs",
+           "minimal_sufficient_steps", "prefix_batch", "sapo_reward", "tracked_length",
+           "tracker_init", "tracker_update")
+
+
+def examples():
+  """The examples of ``tests/test_common.py`` (a tuple of ``Example``), built on call."""
+  from reprojax.algorithms.suco import _examples  # pylint: disable=g-import-not-at-top
+  return _examples.EXAMPLES
