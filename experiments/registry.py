@@ -26,6 +26,7 @@ PAPERS: tuple[str, ...] = (
     "pdr",
     "flash_grpo",
     "vrpo",
+    "suco",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -47,7 +48,9 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # ``tests/experiments/test_launcher.py``'s RESUME_TESTS); what follows is minutes.
 # flash_grpo pretrains and fine-tunes its small flow model inside one compiled program over
 # all seeds (seconds), which a killed run recomputes; so does vrpo (its value head and every
-# arm at every temperature, under a minute).
+# arm at every temperature, under a minute). suco trains its small decoders (base, MFT, SAPO)
+# per seed in plain jitted loops without checkpoints (about half a minute a seed), which a
+# killed run recomputes.
 # pdr likewise trains its decoder with ``train.fit`` (a rerun restores the trained model;
 # its in-process stop-and-resume test is also in RESUME_TESTS); its evaluation, seconds of
 # host loops, is recomputed.

@@ -2,8 +2,8 @@
 optimisation (issue 26). So far the core: forced answering on every step prefix in one
 batch, difficulty-adaptive thresholds, the minimal sufficient prefix, SAPO's reward and its
 complexity tracker (the group advantages and clipped loss are the suite's
-``algorithms.policy_gradient``); the task is ``reprojax.data.suco``. The experiment (base
-model, MFT, MFT + SAPO, fixed truncation) is not written yet.
+``algorithms.policy_gradient``); the task is ``reprojax.data.suco``, the experiment (base
+model, MFT, MFT + SAPO, fixed truncation) ``reprojax.experiments.suco``.
 
 Public API::
 

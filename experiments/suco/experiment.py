@@ -1,0 +1,418 @@
+"""SuCo on modular arithmetic chains: the base model, MSC-aligned fine-tuning (MFT), MFT +
+SAPO, and fixed-budget truncation, by difficulty.
+
+The run, per seed (``num_seeds`` seeds one after another; each trains its own models):
+
+1. **Base model**: the suite's small decoder (:mod:`reprojax.models.transformer`) trained on
+   ``data/suco.py`` chains of difficulties ``train_levels``: most rows the full, redundant
+   chain (every step, then a re-check of every step), a fraction ``cut_fraction`` cut at a
+   random step and answered (so that forcing an answer mid-chain is a prompt the model has
+   seen; its free generation stays the full chain).
+2. **MSC search**: on ``msc_questions`` training questions, every step prefix forced to
+   answer in one batch (:func:`reprojax.algorithms.suco.forced_answer_probs`); the minimal
+   sufficient number of steps at the difficulty-adaptive threshold, and how often it equals
+   the planted one (the number of operations).
+3. **MFT**: the base fine-tuned on those questions' chains cut at their MSC.
+4. **SAPO**: GRPO from MFT (:mod:`reprojax.algorithms.policy_gradient`, a KL penalty to
+   MFT) on groups of sampled answers, rewarded by :func:`suco.sapo_reward` against each
+   question's tracked sufficient length (its MSC length at first, then the running mean of
+   the shortest correct answer per round).
+5. **Evaluation** (greedy) on ``eval_per_level`` fresh questions per level of
+   ``eval_levels`` (the training levels and a harder held-out one): accuracy and thinking
+   tokens (before the answer marker) of each model, and the base model truncated at MFT's
+   mean thinking length (forced to answer at the budget).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Mapping
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+
+from reprojax.algorithms import policy_gradient as pg
+from reprojax.algorithms import suco
+from reprojax.data import suco as suco_data
+from reprojax.experiments import common
+from reprojax.experiments import results
+from reprojax.experiments import sharding
+from reprojax.experiments.suco import plots
+from reprojax.models import llama
+from reprojax.models import transformer
+
+METHODS = ("base", "base_more", "mft", "sapo", "truncated")
+_POS = (0.5, float("inf"))
+CONFIG_RANGES = {"max_ops": _POS, "base_steps": _POS, "mft_steps": _POS, "batch_size": _POS,
+                 "msc_questions": _POS, "eval_per_level": _POS, "sapo_steps": (-0.5, float("inf")),
+                 "sapo_questions": _POS, "group": (1.5, float("inf")),
+                 "cut_fraction": (0.0, 1.0), "tau_lo": (0.0, 1.0), "tau_hi": (0.0, 1.0)}
+
+
+def _check_config(config) -> None:
+  task = task_of(config)
+  for name in ("train_levels", "eval_levels"):
+    levels = list(config[name])
+    if not levels or min(levels) < 1 or max(levels) > task.max_ops:
+      raise ValueError(f"config.{name} must lie in 1..{task.max_ops}, got {levels}")
+  if not 0 < float(config.tau_lo) <= float(config.tau_hi) <= 1:
+    raise ValueError(f"config.tau_lo and tau_hi must satisfy 0 < lo <= hi <= 1, got "
+                     f"{config.tau_lo} and {config.tau_hi}")
+
+
+def task_of(config) -> suco_data.ArithmeticTask:
+  return suco_data.ArithmeticTask(max_ops=int(config.max_ops), modulus=int(config.modulus))
+
+
+def row_length(task: suco_data.ArithmeticTask) -> int:
+  return task.prompt_tokens + task.cot_tokens + 3
+
+
+def model_config(config) -> llama.LlamaConfig:
+  task = task_of(config)
+  m = config.model
+  return transformer.decoder_config(task.vocab_size, d_model=int(m.d_model),
+                                    n_layers=int(m.n_layers), n_heads=int(m.n_heads),
+                                    max_len=row_length(task) + 4)
+
+
+@functools.lru_cache(maxsize=None)
+def _lm_step(cfg, steps: int, lr: float):
+  """The jitted AdamW step for ``steps`` steps at peak ``lr`` (one compile per shape, shared
+  by every seed)."""
+  opt = optax.adamw(optax.warmup_cosine_decay_schedule(0.0, lr, max(1, steps // 10), steps),
+                    weight_decay=0.01)
+
+  @jax.jit
+  def step(p, s, i, m, t):
+    l, g = jax.value_and_grad(lambda p_: jnp.mean(transformer.lm_loss(cfg, p_, i, m, t)))(p)
+    u, s = opt.update(g, s, p)
+    return optax.apply_updates(p, u), s, l
+
+  return opt, step
+
+
+def train_lm(cfg, params, rows, *, steps: int, batch: int, lr: float, seed: int):
+  """``steps`` AdamW steps (warm-up and cosine decay) of the masked next-token loss on
+  minibatches of ``rows = (ids, mask, target)``; returns the parameters and the last loss."""
+  ids, mask, target = rows
+  opt, step = _lm_step(cfg, int(steps), float(lr))
+  state = opt.init(params)
+  rng = np.random.default_rng([seed, 5])
+  loss = np.nan
+  for _ in range(steps):
+    idx = rng.integers(0, ids.shape[0], size=batch)
+    params, state, loss = step(params, state, ids[idx], mask[idx], target[idx])
+  return params, float(loss)
+
+
+def base_rows(config, seed: int):
+  task = task_of(config)
+  n = int(config.base_steps) * int(config.batch_size) // 4  # rows are revisited about 4 times
+  ch = suco_data.sample(task, max(n, 64), 1000 + seed, config.train_levels)
+  rng = np.random.default_rng([seed, 6])
+  cut = np.where(rng.uniform(size=ch.num_steps_Q.shape) < float(config.cut_fraction),
+                 rng.integers(0, ch.num_steps_Q + 1), ch.num_steps_Q)
+  return suco_data.training_rows(ch, steps_kept=cut, length=row_length(task))
+
+
+def _left_prompts(chains: suco_data.Chains):
+  q, p = chains.prompt_QxP.shape
+  ids = np.full((q, p), suco_data.PAD, np.int32)
+  mask = np.zeros((q, p), bool)
+  for i in range(q):
+    n = chains.prompt_len_Q[i]
+    ids[i, p - n:] = chains.prompt_QxP[i, :n]
+    mask[i, p - n:] = True
+  return ids, mask
+
+
+def _parse(tokens: np.ndarray, lengths: np.ndarray, answers: np.ndarray):
+  """Correct and thinking tokens (before ``<ans>``; all generated tokens if none came)."""
+  correct = np.zeros(len(answers), bool)
+  think = lengths.astype(np.float64).copy()
+  for i in range(len(answers)):
+    row = list(tokens[i, :lengths[i]])
+    if suco_data.ANS in row:
+      k = row.index(suco_data.ANS)
+      think[i] = k
+      correct[i] = k + 1 < len(row) and row[k + 1] == answers[i]
+  return correct, think
+
+
+def answer(cfg, params, chains: suco_data.Chains, budget: int | None = None):
+  """Greedy answers: ``(correct_Q, thinking_tokens_Q)``. With ``budget``, thinking stops
+  after ``budget`` tokens: a row that has not answered by then gets ``<ans>`` appended and
+  its forced (greedy) answer read."""
+  task_max = chains.cot_QxC.shape[1]
+  ids, mask = _left_prompts(chains)
+  n_new = task_max + 3 if budget is None else int(budget) + 2
+  gen = llama.generate(cfg, params, ids, mask, max_new_tokens=n_new,
+                       eos_ids=(suco_data.EOS,), pad_id=suco_data.PAD)
+  tokens, lengths = np.asarray(gen.tokens_BxN), np.asarray(gen.lengths_B)
+  correct, think = _parse(tokens, lengths, chains.answer_Q)
+  if budget is None:
+    return correct, think
+  over = think > budget
+  if over.any():
+    b = int(budget)
+    forced = np.concatenate([ids, tokens[:, :b], np.full((len(ids), 1), suco_data.ANS)], 1)
+    fmask = np.concatenate([mask, np.ones((len(ids), b + 1), bool)], 1)
+    logits = llama.Llama(cfg).apply(params, forced.astype(np.int32), fmask)
+    guess = np.asarray(jnp.argmax(logits[:, -1], -1))
+    correct = np.where(over, guess == chains.answer_Q, correct)
+    think = np.where(over, b, think)
+  return correct, think
+
+
+def msc_search(config, cfg, params, chains: suco_data.Chains):
+  """The minimal sufficient steps of each question (forced answers of every prefix)."""
+  p, _ = suco.forced_answer_probs(lambda i, m: llama.Llama(cfg).apply(params, i, m),
+                                  chains.prompt_QxP, chains.prompt_len_Q, chains.cot_QxC,
+                                  chains.step_ends_QxS, chains.answer_Q, suco_data.ANS)
+  tau = suco.adaptive_threshold(chains.difficulty_Q, max(config.train_levels),
+                                float(config.tau_lo), float(config.tau_hi))
+  return np.asarray(suco.minimal_sufficient_steps(p, tau, chains.num_steps_Q))
+
+
+def _tokens_of_steps(chains: suco_data.Chains, steps: np.ndarray) -> np.ndarray:
+  ends = np.concatenate([np.zeros((len(steps), 1), np.int32), chains.step_ends_QxS], 1)
+  return ends[np.arange(len(steps)), steps].astype(np.float64)
+
+
+@functools.lru_cache(maxsize=None)
+def make_sapo_step(cfg, lr: float, beta: float, clip_eps: float):
+  """The jitted GRPO step (Adam at ``lr``, a k3 KL penalty ``beta`` to the reference)."""
+  optimizer = optax.adam(lr)
+
+  def loss(params, ref_params, ids, mask, acts, rewards):
+    b, g = rewards.shape
+    lp = transformer.token_logprobs(cfg, params, ids, mask).reshape(b, g, -1)
+    lp_ref = transformer.token_logprobs(cfg, ref_params, ids, mask).reshape(b, g, -1)
+    return pg.grpo_loss(lp, jax.lax.stop_gradient(lp), lp_ref, rewards,
+                        acts.reshape(b, g, -1), clip_eps=clip_eps, beta=beta)
+
+  @jax.jit
+  def step(params, opt_state, ref_params, ids, mask, acts, rewards):
+    (l, _), grads = jax.value_and_grad(loss, has_aux=True)(params, ref_params, ids, mask, acts,
+                                                          rewards)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, l
+
+  return optimizer, step
+
+
+def sapo(config, cfg, mft_params, chains: suco_data.Chains, msc_tokens: np.ndarray, seed: int):
+  """``sapo_steps`` GRPO steps from MFT on the MSC questions; returns the parameters and the
+  mean reward of the last quarter of the steps."""
+  optimizer, step = make_sapo_step(cfg, float(config.sapo_lr), float(config.sapo_beta), 0.2)
+  params, opt_state = mft_params, optimizer.init(mft_params)
+  tracker = suco.tracker_init(len(msc_tokens))
+  nq, g = int(config.sapo_questions), int(config.group)
+  ids_all, mask_all = _left_prompts(chains)
+  rng = np.random.default_rng([seed, 7])
+  rewards_seen = []
+  for t in range(int(config.sapo_steps)):
+    qi = rng.choice(len(msc_tokens), size=nq, replace=False)
+    ids, mask = np.repeat(ids_all[qi], g, 0), np.repeat(mask_all[qi], g, 0)
+    gen = llama.generate(cfg, params, ids, mask, max_new_tokens=chains.cot_QxC.shape[1] + 3,
+                         eos_ids=(suco_data.EOS,), pad_id=suco_data.PAD, temperature=1.0,
+                         key=jax.random.fold_in(jax.random.key(seed), t))
+    tokens = np.asarray(gen.tokens_BxN)
+    n_act = np.asarray(gen.lengths_B) + np.asarray(gen.stopped_B)
+    acts = np.arange(tokens.shape[1])[None] < n_act[:, None]
+    correct, think = _parse(tokens, np.asarray(gen.lengths_B), np.repeat(chains.answer_Q[qi], g))
+    tracked = np.asarray(suco.tracked_length(tracker, np.repeat(qi, g),
+                                             np.repeat(msc_tokens[qi], g)))
+    r = np.asarray(suco.sapo_reward(correct, think, tracked, over=float(config.over),
+                                    under=float(config.under))).reshape(nq, g)
+    shortest = np.where(correct, think, np.inf).reshape(nq, g).min(1)
+    tracker = suco.tracker_update(tracker, qi, np.where(np.isfinite(shortest), shortest, 0.0),
+                                  np.isfinite(shortest))
+    seq = np.concatenate([ids, tokens], 1).astype(np.int32)
+    smask = np.concatenate([mask, acts], 1)
+    sacts = np.concatenate([np.zeros_like(mask), acts], 1)
+    params, opt_state, _ = step(params, opt_state, mft_params, seq, smask, sacts,
+                                r.astype(np.float32))
+    rewards_seen.append(float(r.mean()))
+  tail = rewards_seen[-max(1, len(rewards_seen) // 4):] if rewards_seen else [np.nan]
+  return params, float(np.mean(tail))
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+  """The run of the module docstring; returns the metrics."""
+  _check_config(config)
+  task = task_of(config)
+  cfg = model_config(config)
+  levels = list(config.eval_levels)
+  per: dict[str, list[float]] = {}
+
+  def add(k, v):
+    per.setdefault(k, []).append(float(v))
+
+  for s in range(int(config.num_seeds)):
+    seed = int(config.seed) + s
+    params0 = llama.init(cfg, jax.random.key(seed))
+    base, loss = train_lm(cfg, params0, base_rows(config, seed), steps=int(config.base_steps),
+                          batch=int(config.batch_size), lr=float(config.learning_rate), seed=seed)
+    add("base_loss", loss)
+    msc_ch = suco_data.sample(task, int(config.msc_questions), 2000 + seed, config.train_levels)
+    msc = msc_search(config, cfg, base, msc_ch)
+    for lv in config.train_levels:
+      sel = msc_ch.difficulty_Q == lv
+      add(f"msc_steps_L{lv}", msc[sel].mean())
+      add(f"msc_agree_L{lv}", (msc[sel] == lv).mean())
+    mft_rows = suco_data.training_rows(msc_ch, steps_kept=msc, length=row_length(task))
+    mft, _ = train_lm(cfg, base, mft_rows, steps=int(config.mft_steps),
+                      batch=int(config.batch_size), lr=float(config.mft_lr), seed=seed + 7)
+    # the control: the base trained as many more steps on its own rows (MFT's extra training
+    # without the MSC cut)
+    base_more, _ = train_lm(cfg, base, base_rows(config, seed), steps=int(config.mft_steps),
+                            batch=int(config.batch_size), lr=float(config.mft_lr),
+                            seed=seed + 7)
+    msc_tokens = _tokens_of_steps(msc_ch, msc)
+    sapo_params, reward = (sapo(config, cfg, mft, msc_ch, msc_tokens, seed)
+                           if int(config.sapo_steps) > 0 else (mft, np.nan))
+    add("sapo_reward", reward)
+    ev = suco_data.sample(task, int(config.eval_per_level) * len(levels), 3000 + seed, levels)
+    outs = {"base": answer(cfg, base, ev), "base_more": answer(cfg, base_more, ev),
+            "mft": answer(cfg, mft, ev),
+            "sapo": answer(cfg, sapo_params, ev)}
+    train_sel = np.isin(ev.difficulty_Q, list(config.train_levels))
+    budget = int(round(outs["mft"][1][train_sel].mean()))
+    add("truncation_budget", budget)
+    outs["truncated"] = answer(cfg, base, ev, budget=budget)
+    for name, (correct, think) in outs.items():
+      add(f"{name}_acc", correct[train_sel].mean())
+      add(f"{name}_tokens", think[train_sel].mean())
+      for lv in levels:
+        sel = ev.difficulty_Q == lv
+        add(f"{name}_acc_L{lv}", correct[sel].mean())
+        add(f"{name}_tokens_L{lv}", think[sel].mean())
+  m: dict[str, float] = {"num_seeds": float(config.num_seeds)}
+  for k, v in per.items():
+    m[k] = float(np.mean(v))
+    m[k + "_se"] = float(common.standard_error(v)) if len(v) > 1 else 0.0
+  for a, b in (("mft", "base"), ("sapo", "base"), ("sapo", "truncated"), ("mft", "truncated"),
+               ("mft", "base_more")):
+    for q in ("acc", "tokens"):
+      d = np.asarray(per[f"{a}_{q}"]) - np.asarray(per[f"{b}_{q}"])
+      m[f"gap_{q}_{a}_vs_{b}"] = float(d.mean())
+      m[f"gap_{q}_{a}_vs_{b}_se"] = float(common.standard_error(d)) if len(d) > 1 else 0.0
+  held = [lv for lv in levels if lv not in config.train_levels]
+  for lv in held:
+    for a in ("mft", "sapo"):
+      for q in ("acc", "tokens"):
+        d = np.asarray(per[f"{a}_{q}_L{lv}"]) - np.asarray(per[f"base_{q}_L{lv}"])
+        m[f"gap_{q}_{a}_vs_base_L{lv}"] = float(d.mean())
+        m[f"gap_{q}_{a}_vs_base_L{lv}_se"] = (float(common.standard_error(d)) if len(d) > 1
+                                              else 0.0)
+  plots.plot_levels(workdir, config, m)
+  return m
+
+
+def _acc_ok(m, a, b, suffix=""):
+  g, se = m[f"gap_acc_{a}_vs_{b}{suffix}"], m[f"gap_acc_{a}_vs_{b}{suffix}_se"]
+  return g >= -2 * se - 1e-9, g, se
+
+
+def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
+           ) -> list[results.Claim]:
+  """The claims, from the config and :func:`run`'s metrics alone (pure).
+
+  ``msc_grows`` (paper): the mean MSC steps rise with difficulty across the training levels;
+  ``mft_shortens`` and ``sapo_shortens`` (paper): on the training levels the thinking
+  tokens fall to at most ``shorten_ratio`` of the base model's, with accuracy not below the
+  base's by more than 2 s.e. of the paired difference (the text adds the control: the base
+  trained as many more steps); ``heldout_holds`` (paper): the same on each held-out harder
+  level, for MFT and SAPO;
+  ``beats_truncation`` (paper): at the truncated base's budget (MFT's mean length) SAPO's
+  accuracy is above the truncated base's by more than 2 s.e.
+  """
+  m = metrics
+  out = []
+  lv = list(config.train_levels)
+  steps = [m[f"msc_steps_L{x}"] for x in lv]
+  agree = [m[f"msc_agree_L{x}"] for x in lv]
+  out.append(results.Claim(
+      id="msc_grows", statement="the minimal sufficient chain found by forced answering grows "
+      "with difficulty", paper="MSC scales with question difficulty (thresholds grow with it)",
+      ours=("MSC steps by level " + ", ".join(f"L{x}: {s:.2f}" for x, s in zip(lv, steps))
+            + "; agreement with the planted length " + ", ".join(
+                f"L{x}: {a:.2f}" for x, a in zip(lv, agree))
+            + f"; {int(m['num_seeds'])} seeds"),
+      holds=bool(np.all(np.diff(steps) > 0)), kind="paper"))
+  ratio = float(config.shorten_ratio)
+  for a in ("mft", "sapo"):
+    ok, g, se = _acc_ok(m, a, "base")
+    short = m[f"{a}_tokens"] <= ratio * m["base_tokens"]
+    out.append(results.Claim(
+        id=f"{a}_shortens", statement=f"{a.upper()} cuts thinking tokens substantially at equal "
+        "or better accuracy", paper="7B model: mean length 5239 -> 1267 tokens, +2.7 accuracy "
+        "points (MFT + SAPO)",
+        ours=(f"tokens {m['base_tokens']:.1f} -> {m[f'{a}_tokens']:.1f} (threshold "
+              f"{ratio:g}x); accuracy {m['base_acc']:.3f} -> {m[f'{a}_acc']:.3f} "
+              f"({g:+.3f} +- {se:.3f}); the base trained as many more steps on its own "
+              f"rows: {m['base_more_acc']:.3f} at {m['base_more_tokens']:.1f} tokens"),
+        holds=bool(ok and short), kind="paper"))
+  held = [x for x in config.eval_levels if x not in lv]
+  if held:
+    parts, ok_all = [], True
+    for x in held:
+      for a in ("mft", "sapo"):
+        ok, g, se = _acc_ok(m, a, "base", f"_L{x}")
+        ok_all = ok_all and ok and m[f"{a}_tokens_L{x}"] <= ratio * m[f"base_tokens_L{x}"]
+        parts.append(f"L{x} {a}: {m[f'{a}_acc_L{x}']:.3f} vs base {m[f'base_acc_L{x}']:.3f} "
+                     f"({g:+.3f} +- {se:.3f}), tokens {m[f'{a}_tokens_L{x}']:.1f} vs "
+                     f"{m[f'base_tokens_L{x}']:.1f}")
+    out.append(results.Claim(
+        id="heldout_holds", statement="on harder held-out levels too, thinking tokens fall "
+        "substantially at equal or better accuracy", paper="improvements across difficulty "
+        "levels", ours="; ".join(parts) + f" (chance {1 / int(config.modulus):.2f})",
+        holds=bool(ok_all), kind="paper"))
+  g, se = m["gap_acc_sapo_vs_truncated"], m["gap_acc_sapo_vs_truncated_se"]
+  out.append(results.Claim(
+      id="beats_truncation", statement="at the same mean length SAPO beats a fixed thinking "
+      "budget", paper="a principled criterion instead of fixed budget tiers",
+      ours=(f"budget {m['truncation_budget']:.1f} tokens (MFT's mean): truncated base "
+            f"{m['truncated_acc']:.3f} at {m['truncated_tokens']:.1f} tokens, SAPO "
+            f"{m['sapo_acc']:.3f} at {m['sapo_tokens']:.1f} ({g:+.3f} +- {se:.3f})"),
+      holds=bool(g > 2 * se), kind="paper"))
+  return out
+
+
+def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
+  """The paper's main sharded computation at ``config``'s shapes: the MSC search's forward
+  pass, every step prefix of ``batch_size`` chains forced to answer, the chains split over
+  ``data``. With a key: parameters drawn from it; with None: abstract."""
+  task = task_of(config)
+  cfg = model_config(config)
+  b = int(config.batch_size)
+  s = 2 * task.max_ops + 1
+
+  def probs(params, prompt, plen, cot, ends, ans):
+    return suco.forced_answer_probs(lambda i, m: llama.Llama(cfg).apply(params, i, m), prompt,
+                                    plen, cot, ends, ans, suco_data.ANS)[0]
+
+  shapes = (jax.ShapeDtypeStruct((b, task.prompt_tokens), jnp.int32),
+            jax.ShapeDtypeStruct((b,), jnp.int32),
+            jax.ShapeDtypeStruct((b, task.cot_tokens), jnp.int32),
+            jax.ShapeDtypeStruct((b, s), jnp.int32), jax.ShapeDtypeStruct((b,), jnp.int32))
+  if key is None:
+    params = jax.eval_shape(lambda: llama.init(cfg, jax.random.key(0)))
+    args = (params,) + shapes
+  else:
+    params = jax.device_get(llama.init(cfg, key))
+    ch = suco_data.sample(task, b, 0, config.train_levels)
+    args = (params, ch.prompt_QxP, ch.prompt_len_Q, ch.cot_QxC, ch.step_ends_QxS, ch.answer_Q)
+
+  def build(mesh):
+    fn = sharding.vmap_sharded(lambda p, *a: probs(p, *(x[None] for x in a))[0], mesh,
+                               in_axes=(None, 0, 0, 0, 0, 0))
+    return fn
+
+  return sharding.Step(build=build, args=args)
+

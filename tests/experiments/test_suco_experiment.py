@@ -1,0 +1,67 @@
+"""SuCo experiment: the tiny run end to end (every model, MSC, truncation at its budget), the
+claims on hand-made metrics, bad config."""
+
+import os
+
+import pytest
+
+from reprojax.experiments import registry
+from reprojax.experiments.suco import experiment
+
+
+def test_tiny_run_scores_every_model_by_level(tmp_path):
+  config = registry.load_config("suco", "tiny")
+  m = experiment.run(config, str(tmp_path))
+  for name in experiment.METHODS:
+    for lv in config.eval_levels:
+      assert 0.0 <= m[f"{name}_acc_L{lv}"] <= 1.0
+      assert m[f"{name}_tokens_L{lv}"] >= 0.0
+  # the truncated base never thinks past its budget (MFT's mean length, rounded)
+  assert m["truncated_tokens"] <= m["truncation_budget"] + 1e-9
+  for lv in config.train_levels:
+    assert 0 <= m[f"msc_steps_L{lv}"] <= 2 * lv + 1  # within the question's chain
+    assert 0 <= m[f"msc_agree_L{lv}"] <= 1
+  assert os.path.isfile(tmp_path / "levels.png")
+  ids = [c.id for c in experiment.claims(config, m)]
+  assert ids == ["msc_grows", "mft_shortens", "sapo_shortens", "heldout_holds",
+                 "beats_truncation"]
+
+
+def _metrics(acc_gap=0.0, se=0.01, tokens=5.0, steps=(1.0, 2.0, 3.0, 4.0), trunc_gap=0.3):
+  m = {"num_seeds": 3.0, "base_tokens": 11.0, "base_acc": 0.99, "truncation_budget": 5.0,
+       "base_more_acc": 0.99, "base_more_tokens": 11.0,
+       "truncated_acc": 0.5, "truncated_tokens": 5.0, "gap_acc_sapo_vs_truncated": trunc_gap,
+       "gap_acc_sapo_vs_truncated_se": 0.05}
+  for lv, s in zip((1, 2, 3, 4), steps):
+    m[f"msc_steps_L{lv}"], m[f"msc_agree_L{lv}"] = s, 1.0
+  for a in ("mft", "sapo"):
+    m.update({f"{a}_tokens": tokens, f"{a}_acc": 0.99 + acc_gap,
+              f"gap_acc_{a}_vs_base": acc_gap, f"gap_acc_{a}_vs_base_se": se,
+              f"gap_acc_{a}_vs_base_L5": acc_gap, f"gap_acc_{a}_vs_base_L5_se": se,
+              f"{a}_acc_L5": 0.5, f"{a}_tokens_L5": tokens})
+  m.update({"base_acc_L5": 0.5, "base_tokens_L5": 20.0})
+  return m
+
+
+def test_claims_on_hand_made_metrics():
+  config = registry.load_config("suco", "quick")
+  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  assert all(x.holds for x in c.values()), [x.id for x in c.values() if not x.holds]
+  c = {x.id: x for x in experiment.claims(config, _metrics(
+      acc_gap=-0.05, tokens=9.0, steps=(1.0, 2.0, 2.0, 4.0), trunc_gap=0.05))}
+  assert not any(x.holds for x in c.values())
+  # shorter but less accurate beyond 2 s.e.: fails; within 2 s.e.: holds
+  assert not {x.id: x for x in experiment.claims(config, _metrics(acc_gap=-0.03))}[
+      "mft_shortens"].holds
+  assert {x.id: x for x in experiment.claims(config, _metrics(acc_gap=-0.015))}[
+      "mft_shortens"].holds
+
+
+def test_bad_config():
+  for key, value, match in (("train_levels", (0, 2), "train_levels"),
+                            ("eval_levels", (1, 9), "eval_levels"), ("tau_lo", 0.95, "tau")):
+    config = registry.load_config("suco", "tiny")
+    with config.unlocked():
+      setattr(config, key, value)
+    with pytest.raises(ValueError, match=match):
+      experiment.run(config, "/tmp/unused")
