@@ -3,6 +3,9 @@ SAPO, and fixed-budget truncation, by difficulty.
 
 The run, per seed (``num_seeds`` seeds one after another; each trains its own models):
 
+Training batches are split over the mesh's ``data`` axis (parameters replicated); the
+generation of SAPO's groups and of the evaluation runs on one device.
+
 1. **Base model**: the suite's small decoder (:mod:`reprojax.models.transformer`) trained on
    ``data/suco.py`` chains of difficulties ``train_levels``: most rows the full, redundant
    chain (every step, then a re-check of every step), a fraction ``cut_fraction`` cut at a
@@ -80,33 +83,40 @@ def model_config(config) -> llama.LlamaConfig:
 
 
 @functools.lru_cache(maxsize=None)
-def _lm_step(cfg, steps: int, lr: float):
-  """The jitted AdamW step for ``steps`` steps at peak ``lr`` (one compile per shape, shared
-  by every seed)."""
+def _lm_step(cfg, steps: int, lr: float, mesh):
+  """The jitted AdamW step for ``steps`` steps at peak ``lr``: the batch split over the
+  mesh's ``data`` axis, the parameters and optimizer state replicated (one compile per
+  shape and mesh, shared by every seed)."""
   opt = optax.adamw(optax.warmup_cosine_decay_schedule(0.0, lr, max(1, steps // 10), steps),
                     weight_decay=0.01)
+  rep, data = sharding.replicated(mesh), sharding.data_sharding(mesh)
 
-  @jax.jit
   def step(p, s, i, m, t):
     l, g = jax.value_and_grad(lambda p_: jnp.mean(transformer.lm_loss(cfg, p_, i, m, t)))(p)
     u, s = opt.update(g, s, p)
     return optax.apply_updates(p, u), s, l
 
-  return opt, step
+  return opt, jax.jit(step, in_shardings=(rep, rep, data, data, data),
+                      out_shardings=(rep, rep, rep))
 
 
-def train_lm(cfg, params, rows, *, steps: int, batch: int, lr: float, seed: int):
+def train_lm(cfg, params, rows, *, steps: int, batch: int, lr: float, seed: int, mesh):
   """``steps`` AdamW steps (warm-up and cosine decay) of the masked next-token loss on
-  minibatches of ``rows = (ids, mask, target)``; returns the parameters and the last loss."""
+  minibatches of ``rows = (ids, mask, target)``, each batch split over ``mesh``'s ``data``
+  axis; returns the parameters and the last loss."""
+  if batch % mesh.shape[sharding.DATA]:
+    raise ValueError(f"config.batch_size={batch} must be a multiple of the mesh's data axis "
+                     f"({mesh.shape[sharding.DATA]} devices)")
   ids, mask, target = rows
-  opt, step = _lm_step(cfg, int(steps), float(lr))
+  opt, step = _lm_step(cfg, int(steps), float(lr), mesh)
+  params = jax.device_put(params, sharding.replicated(mesh))
   state = opt.init(params)
   rng = np.random.default_rng([seed, 5])
   loss = np.nan
   for _ in range(steps):
     idx = rng.integers(0, ids.shape[0], size=batch)
     params, state, loss = step(params, state, ids[idx], mask[idx], target[idx])
-  return params, float(loss)
+  return jax.device_get(params), float(loss)
 
 
 def base_rows(config, seed: int):
@@ -247,6 +257,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   _check_config(config)
   task = task_of(config)
   cfg = model_config(config)
+  mesh = sharding.config_mesh(config)
   levels = list(config.eval_levels)
   per: dict[str, list[float]] = {}
 
@@ -257,7 +268,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     seed = int(config.seed) + s
     params0 = llama.init(cfg, jax.random.key(seed))
     base, loss = train_lm(cfg, params0, base_rows(config, seed), steps=int(config.base_steps),
-                          batch=int(config.batch_size), lr=float(config.learning_rate), seed=seed)
+                          batch=int(config.batch_size), lr=float(config.learning_rate), seed=seed,
+                          mesh=mesh)
     add("base_loss", loss)
     msc_ch = suco_data.sample(task, int(config.msc_questions), 2000 + seed, config.train_levels)
     msc = msc_search(config, cfg, base, msc_ch)
@@ -267,12 +279,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
       add(f"msc_agree_L{lv}", (msc[sel] == lv).mean())
     mft_rows = suco_data.training_rows(msc_ch, steps_kept=msc, length=row_length(task))
     mft, _ = train_lm(cfg, base, mft_rows, steps=int(config.mft_steps),
-                      batch=int(config.batch_size), lr=float(config.mft_lr), seed=seed + 7)
+                      batch=int(config.batch_size), lr=float(config.mft_lr), seed=seed + 7,
+                      mesh=mesh)
     # the control: the base trained as many more steps on its own rows (MFT's extra training
     # without the MSC cut)
     base_more, _ = train_lm(cfg, base, base_rows(config, seed), steps=int(config.mft_steps),
                             batch=int(config.batch_size), lr=float(config.mft_lr),
-                            seed=seed + 7)
+                            seed=seed + 7, mesh=mesh)
     msc_tokens = _tokens_of_steps(msc_ch, msc)
     sapo_params, reward = (sapo(config, cfg, mft, msc_ch, msc_tokens, seed)
                            if int(config.sapo_steps) > 0 else (mft, np.nan))
