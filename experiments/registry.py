@@ -48,13 +48,14 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # ``tests/experiments/test_launcher.py``'s RESUME_TESTS); what follows is minutes.
 # flash_grpo pretrains and fine-tunes its small flow model inside one compiled program over
 # all seeds (seconds), which a killed run recomputes; so does vrpo (its value head and every
-# arm at every temperature, under a minute). suco trains its small decoders (base, MFT, SAPO)
-# per seed in plain jitted loops without checkpoints (about half a minute a seed), which a
-# killed run recomputes.
+# arm at every temperature, under a minute). suco caches each seed's base decoder as an
+# orbax checkpoint once trained (a rerun restores it; its stop-and-rerun test is in
+# RESUME_TESTS); a run killed mid-training, and its MFT, SAPO and evaluation (seconds),
+# start again.
 # pdr likewise trains its decoder with ``train.fit`` (a rerun restores the trained model;
 # its in-process stop-and-resume test is also in RESUME_TESTS); its evaluation, seconds of
 # host loops, is recomputed.
-CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr")
+CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco")
 
 
 def config_path(slug: str, scale: str) -> str:

@@ -6,11 +6,13 @@ The run, per seed (``num_seeds`` seeds one after another; each trains its own mo
 Training batches are split over the mesh's ``data`` axis (parameters replicated); the
 generation of SAPO's groups and of the evaluation runs on one device.
 
-1. **Base model**: the suite's small decoder (:mod:`reprojax.models.transformer`) trained on
-   ``data/suco.py`` chains of difficulties ``train_levels``: most rows the full, redundant
-   chain (every step, then a re-check of every step), a fraction ``cut_fraction`` cut at a
-   random step and answered (so that forcing an answer mid-chain is a prompt the model has
-   seen; its free generation stays the full chain).
+1. **Base model**: the suite's small decoder (:mod:`reprojax.models.transformer`) trained
+   on ``data/suco.py`` chains of difficulties ``train_levels``: most rows the full,
+   redundant chain (every step, then a re-check of every step), a fraction
+   ``cut_fraction`` cut at a random step and answered (so that forcing an answer mid-chain
+   is a prompt the model has seen; its free generation stays the full chain). Cached: an
+   orbax checkpoint under ``<workdir>/base/seed<s>``, restored by a rerun with the same
+   settings (a run killed during this training starts it again).
 2. **MSC search**: on ``msc_questions`` training questions, every step prefix forced to
    answer in one batch (:func:`reprojax.algorithms.suco.forced_answer_probs`); the minimal
    sufficient number of steps at the difficulty-adaptive threshold, and how often it equals
@@ -29,6 +31,8 @@ generation of SAPO's groups and of the evaluation runs on one device.
 from __future__ import annotations
 
 import functools
+import json
+import os
 from typing import Mapping
 
 import jax
@@ -36,6 +40,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import optax
+import orbax.checkpoint as ocp
 
 from reprojax.algorithms import policy_gradient as pg
 from reprojax.algorithms import suco
@@ -43,6 +48,7 @@ from reprojax.data import suco as suco_data
 from reprojax.experiments import common
 from reprojax.experiments import results
 from reprojax.experiments import sharding
+from reprojax.experiments import train
 from reprojax.experiments.suco import plots
 from reprojax.models import llama
 from reprojax.models import transformer
@@ -127,6 +133,47 @@ def base_rows(config, seed: int):
   cut = np.where(rng.uniform(size=ch.num_steps_Q.shape) < float(config.cut_fraction),
                  rng.integers(0, ch.num_steps_Q + 1), ch.num_steps_Q)
   return suco_data.training_rows(ch, steps_kept=cut, length=row_length(task))
+
+
+def _base_key(config, seed: int) -> str:
+  """What the base model depends on: a cached one is reused only when all of it matches."""
+  fields = ("max_ops", "modulus", "train_levels", "cut_fraction", "model", "base_steps",
+            "batch_size", "learning_rate")
+  return json.dumps({"seed": seed, **{f: config[f].to_dict() if hasattr(config[f], "to_dict")
+                                       else config[f] for f in fields}}, sort_keys=True,
+                    default=list)
+
+
+def cached_base(config, cfg, workdir: str, seed: int, mesh):
+  """The base model of ``seed``: restored from ``<workdir>/base/seed<seed>`` (an orbax
+  checkpoint, the suite's manager) when it was trained there with the same settings, else
+  trained and saved there. Returns ``(params, last loss, restored?)``."""
+  folder = os.path.join(workdir, "base", f"seed{seed}")
+  key = _base_key(config, seed)
+  meta = os.path.join(folder, "settings.json")
+  steps = int(config.base_steps)
+  mngr = train.checkpoint_manager(folder, keep=1)
+  try:
+    if mngr.latest_step() == steps and os.path.isfile(meta):
+      with open(meta) as f:
+        saved = json.load(f)
+      if saved["key"] == key:
+        target = jax.eval_shape(lambda: llama.init(cfg, jax.random.key(0)))
+        params = mngr.restore(steps, args=ocp.args.StandardRestore(target))
+        return jax.device_get(params), float(saved["loss"]), True
+    params0 = llama.init(cfg, jax.random.key(seed))
+    params, loss = train_lm(cfg, params0, base_rows(config, seed), steps=steps,
+                            batch=int(config.batch_size), lr=float(config.learning_rate),
+                            seed=seed, mesh=mesh)
+    mngr.save(steps, args=ocp.args.StandardSave(params), force=True)
+    mngr.wait_until_finished()
+    if jax.process_index() == 0:
+      os.makedirs(folder, exist_ok=True)
+      with open(meta, "w") as f:
+        json.dump({"key": key, "loss": loss}, f)
+    return params, loss, False
+  finally:
+    mngr.close()
 
 
 def _left_prompts(chains: suco_data.Chains):
@@ -266,11 +313,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
 
   for s in range(int(config.num_seeds)):
     seed = int(config.seed) + s
-    params0 = llama.init(cfg, jax.random.key(seed))
-    base, loss = train_lm(cfg, params0, base_rows(config, seed), steps=int(config.base_steps),
-                          batch=int(config.batch_size), lr=float(config.learning_rate), seed=seed,
-                          mesh=mesh)
+    base, loss, restored = cached_base(config, cfg, workdir, seed, mesh)
     add("base_loss", loss)
+    add("base_restored", float(restored))
     msc_ch = suco_data.sample(task, int(config.msc_questions), 2000 + seed, config.train_levels)
     msc = msc_search(config, cfg, base, msc_ch)
     for lv in config.train_levels:

@@ -9,9 +9,10 @@ from reprojax.experiments import registry
 from reprojax.experiments.suco import experiment
 
 
-def test_tiny_run_scores_every_model_by_level(tmp_path):
+def test_tiny_run_scores_every_model_and_a_rerun_restores_the_base(tmp_path):
   config = registry.load_config("suco", "tiny")
   m = experiment.run(config, str(tmp_path))
+  assert m["base_restored"] == 0.0
   for name in experiment.METHODS:
     for lv in config.eval_levels:
       assert 0.0 <= m[f"{name}_acc_L{lv}"] <= 1.0
@@ -25,6 +26,15 @@ def test_tiny_run_scores_every_model_by_level(tmp_path):
   ids = [c.id for c in experiment.claims(config, m)]
   assert ids == ["msc_grows", "mft_shortens", "sapo_shortens", "heldout_holds",
                  "beats_truncation"]
+  # registry.CHECKPOINTED: a rerun in the same folder restores every seed's base model from
+  # its orbax checkpoint and ends with the same metrics, bit for bit
+  again = experiment.run(config, str(tmp_path))
+  assert again.pop("base_restored") == 1.0 and m.pop("base_restored") == 0.0
+  assert again == m
+  # other base settings: the cached model is not reused
+  with config.unlocked():
+    config.base_steps = config.base_steps + 1
+  assert experiment.run(config, str(tmp_path))["base_restored"] == 0.0
 
 
 def _metrics(acc_gap=0.0, se=0.01, tokens=5.0, steps=(1.0, 2.0, 3.0, 4.0), trunc_gap=0.3):
