@@ -288,23 +288,30 @@ def evaluate(fn: Callable[[Any, Batch], jax.Array], params: Any, arrays: Sequenc
   return np.concatenate(outs)
 
 
-def fit_full_batch(loss_fn: Callable[[Any], jax.Array], optimizer: optax.GradientTransformation,
-                   params: Any, num_steps: int) -> tuple[Any, jax.Array]:
-  """``num_steps`` full-batch optimizer steps on ``loss_fn(params)`` in one ``lax.scan``.
+def fit_full_batch(loss_fn: Callable[..., jax.Array], optimizer: optax.GradientTransformation,
+                   params: Any, num_steps: int | None = None, keys: jax.Array | None = None
+                   ) -> tuple[Any, jax.Array]:
+  """Optimizer steps on ``loss_fn`` in one ``lax.scan``: ``num_steps`` full-batch steps on
+  ``loss_fn(params)``, or, with ``keys``, one step per key on ``loss_fn(params, key)`` (a
+  minibatch or noise drawn from the key inside the loss).
 
   For small models fitted inside an experiment (a classifier giving p(y|x), a GCN
-  per trial): pure, so it jits and vmaps over trials. Returns the final
-  parameters and the loss before each step, ``(num_steps,)``; the caller checks
-  finiteness (inside ``vmap`` there is nothing to raise on).
+  per trial, a flow or value network per seed): pure, so it jits and vmaps over trials.
+  Returns the final parameters and the loss before each step, ``(num_steps,)``; the
+  caller checks finiteness (inside ``vmap`` there is nothing to raise on).
   """
-  def step(carry, _):
+  if (num_steps is None) == (keys is None):
+    raise ValueError("pass exactly one of num_steps (full batch) and keys (one step per key)")
+
+  def step(carry, key):
     p, o = carry
-    loss, g = jax.value_and_grad(loss_fn)(p)
+    loss, g = jax.value_and_grad(loss_fn)(p) if keys is None else (
+        jax.value_and_grad(loss_fn)(p, key))
     upd, o = optimizer.update(g, o, p)
     return (optax.apply_updates(p, upd), o), loss
 
-  (params, _), losses = jax.lax.scan(step, (params, optimizer.init(params)), None,
-                                     length=num_steps)
+  (params, _), losses = jax.lax.scan(step, (params, optimizer.init(params)), keys,
+                                     length=None if keys is not None else num_steps)
   return params, losses
 
 

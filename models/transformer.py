@@ -11,7 +11,9 @@ module adds is what a synthetic task needs:
 * :class:`Tokenizer`: special tokens first (``<pad>`` is id 0), then the task's symbols;
 * :func:`lm_loss`: per-example mean cross-entropy of the tokens a mask marks as targets
   (the answer after a prompt, say), the other tokens being context only; :func:`pack` lays
-  prompt-target pairs out for it.
+  prompt-target pairs out for it;
+* :func:`grpo_loss`: one on-policy GRPO step on sampled completions (the suite's
+  policy-gradient module on the decoder's token log-probabilities: pdr's and suco's RL).
 
 ``causal=False`` gives the bidirectional mode (masked and block diffusion LMs);
 ``n_experts > 0`` a mixture-of-experts feed-forward with top-k routing whose router logits
@@ -28,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from reprojax.algorithms import policy_gradient as pg
 from reprojax.models import llama
 
 
@@ -141,3 +144,18 @@ def token_logprobs(config: llama.LlamaConfig, params: Any, ids_BxT: jax.Array,
   lp = jnp.take_along_axis(logp_BxTxV, ids_BxT[:, 1:, None], axis=-1)[..., 0]
   lp = jnp.where(jnp.asarray(mask_BxT, bool)[:, 1:], lp, 0.0)
   return jnp.concatenate([jnp.zeros_like(lp[:, :1]), lp], axis=1)
+
+
+def grpo_loss(config: llama.LlamaConfig, params: Any, ref_params: Any, ids_BxT: jax.Array,
+              mask_BxT: jax.Array, actions_BxT: jax.Array, rewards_PxG: jax.Array, *,
+              clip_eps: float, beta: float):
+  """One on-policy GRPO step's loss on sampled completions: rows ``p * G + g`` of the
+  ``(P G, T)`` sequences are prompt ``p``'s ``G`` samples, ``actions_BxT`` marks the
+  sampled tokens (the stopping eos included), ``rewards_PxG`` their rewards; the KL
+  penalty ``beta`` is to ``ref_params``. Returns :func:`reprojax.algorithms.policy_gradient.grpo_loss`'s
+  ``(loss, aux)``."""
+  p, g = jnp.shape(rewards_PxG)
+  lp = token_logprobs(config, params, ids_BxT, mask_BxT).reshape(p, g, -1)
+  lp_ref = token_logprobs(config, ref_params, ids_BxT, mask_BxT).reshape(p, g, -1)
+  return pg.grpo_loss(lp, jax.lax.stop_gradient(lp), lp_ref, rewards_PxG,
+                      jnp.reshape(actions_BxT, (p, g, -1)), clip_eps=clip_eps, beta=beta)

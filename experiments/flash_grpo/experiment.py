@@ -51,6 +51,7 @@ from reprojax.data import mixture2d
 from reprojax.experiments import common
 from reprojax.experiments import results
 from reprojax.experiments import sharding
+from reprojax.experiments import train
 from reprojax.experiments.flash_grpo import plots
 from reprojax.models import flow_mlp
 
@@ -84,26 +85,17 @@ def init_params(model, key):
 
 def pretrain(config, model, key, points, labels):
   """Flow-matching fit of one seed: ``pretrain_steps`` Adam steps on minibatches."""
-  opt = optax.adam(float(config.pretrain_lr))
   k_init, k_loop = jax.random.split(key)
-  params = init_params(model, k_init)
 
-  def step(carry, k):
-    p, o = carry
+  def loss(p_, k):
     k1, k2 = jax.random.split(k)
     idx = jax.random.randint(k1, (int(config.pretrain_batch),), 0, points.shape[0])
+    return jnp.mean(fm.flow_matching_loss(
+        lambda x, t: model.apply(p_, x, t, labels[idx]), points[idx], k2))
 
-    def loss(p_):
-      return jnp.mean(fm.flow_matching_loss(
-          lambda x, t: model.apply(p_, x, t, labels[idx]), points[idx], k2))
-
-    l, g = jax.value_and_grad(loss)(p)
-    u, o = opt.update(g, o, p)
-    return (optax.apply_updates(p, u), o), l
-
-  (params, _), losses = jax.lax.scan(step, (params, opt.init(params)),
-                                     jax.random.split(k_loop, int(config.pretrain_steps)))
-  return params, losses
+  return train.fit_full_batch(loss, optax.adam(float(config.pretrain_lr)),
+                              init_params(model, k_init),
+                              keys=jax.random.split(k_loop, int(config.pretrain_steps)))
 
 
 def reward(config, x_BxD, labels_B):

@@ -31,7 +31,6 @@ import optax
 import orbax.checkpoint as ocp
 
 from reprojax.algorithms import pdr
-from reprojax.algorithms import policy_gradient as pg
 from reprojax.data import pdr as pdr_data
 from reprojax.experiments import metrics as metrics_lib
 from reprojax.experiments import train
@@ -63,11 +62,8 @@ def make_step(cfg: llama.LlamaConfig, optimizer, ref_params, *, beta: float, cli
   """The jitted GRPO update on one round's drafts and refinements."""
 
   def group_loss(params, ids, mask, acts, rewards):
-    b, g = rewards.shape
-    lp = transformer.token_logprobs(cfg, params, ids, mask).reshape(b, g, -1)
-    lp_ref = transformer.token_logprobs(cfg, ref_params, ids, mask).reshape(b, g, -1)
-    return pg.grpo_loss(lp, jax.lax.stop_gradient(lp), lp_ref, rewards,
-                        acts.reshape(b, g, -1), clip_eps=clip_eps, beta=beta)
+    return transformer.grpo_loss(cfg, params, ref_params, ids, mask, acts, rewards,
+                                 clip_eps=clip_eps, beta=beta)
 
   def loss(params, drafts, refines):
     l1, a1 = group_loss(params, *drafts)

@@ -42,7 +42,6 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 
-from reprojax.algorithms import policy_gradient as pg
 from reprojax.algorithms import suco
 from reprojax.data import suco as suco_data
 from reprojax.experiments import common
@@ -144,10 +143,10 @@ def _base_key(config, seed: int) -> str:
                     default=list)
 
 
-def cached_base(config, cfg, workdir: str, seed: int, mesh):
+def cached_base(config, cfg, workdir: str, seed: int, mesh, rows):
   """The base model of ``seed``: restored from ``<workdir>/base/seed<seed>`` (an orbax
   checkpoint, the suite's manager) when it was trained there with the same settings, else
-  trained and saved there. Returns ``(params, last loss, restored?)``."""
+  trained on ``rows`` and saved there. Returns ``(params, last loss, restored?)``."""
   folder = os.path.join(workdir, "base", f"seed{seed}")
   key = _base_key(config, seed)
   meta = os.path.join(folder, "settings.json")
@@ -162,7 +161,7 @@ def cached_base(config, cfg, workdir: str, seed: int, mesh):
         params = mngr.restore(steps, args=ocp.args.StandardRestore(target))
         return jax.device_get(params), float(saved["loss"]), True
     params0 = llama.init(cfg, jax.random.key(seed))
-    params, loss = train_lm(cfg, params0, base_rows(config, seed), steps=steps,
+    params, loss = train_lm(cfg, params0, rows, steps=steps,
                             batch=int(config.batch_size), lr=float(config.learning_rate),
                             seed=seed, mesh=mesh)
     mngr.save(steps, args=ocp.args.StandardSave(params), force=True)
@@ -246,11 +245,8 @@ def make_sapo_step(cfg, lr: float, beta: float, clip_eps: float):
   optimizer = optax.adam(lr)
 
   def loss(params, ref_params, ids, mask, acts, rewards):
-    b, g = rewards.shape
-    lp = transformer.token_logprobs(cfg, params, ids, mask).reshape(b, g, -1)
-    lp_ref = transformer.token_logprobs(cfg, ref_params, ids, mask).reshape(b, g, -1)
-    return pg.grpo_loss(lp, jax.lax.stop_gradient(lp), lp_ref, rewards,
-                        acts.reshape(b, g, -1), clip_eps=clip_eps, beta=beta)
+    return transformer.grpo_loss(cfg, params, ref_params, ids, mask, acts, rewards,
+                                 clip_eps=clip_eps, beta=beta)
 
   @jax.jit
   def step(params, opt_state, ref_params, ids, mask, acts, rewards):
@@ -313,7 +309,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
 
   for s in range(int(config.num_seeds)):
     seed = int(config.seed) + s
-    base, loss, restored = cached_base(config, cfg, workdir, seed, mesh)
+    rows = base_rows(config, seed)
+    base, loss, restored = cached_base(config, cfg, workdir, seed, mesh, rows)
     add("base_loss", loss)
     add("base_restored", float(restored))
     msc_ch = suco_data.sample(task, int(config.msc_questions), 2000 + seed, config.train_levels)
@@ -328,7 +325,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                       mesh=mesh)
     # the control: the base trained as many more steps on its own rows (MFT's extra training
     # without the MSC cut)
-    base_more, _ = train_lm(cfg, base, base_rows(config, seed), steps=int(config.mft_steps),
+    base_more, _ = train_lm(cfg, base, rows, steps=int(config.mft_steps),
                             batch=int(config.batch_size), lr=float(config.mft_lr),
                             seed=seed + 7, mesh=mesh)
     msc_tokens = _tokens_of_steps(msc_ch, msc)

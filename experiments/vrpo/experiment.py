@@ -59,6 +59,7 @@ from reprojax.data import mixture2d
 from reprojax.experiments import common
 from reprojax.experiments import results
 from reprojax.experiments import sharding
+from reprojax.experiments import train
 from reprojax.experiments.vrpo import plots
 from reprojax.models import flow_mlp
 
@@ -153,30 +154,21 @@ def _states_and_steps(n: int, batch: int):
 def train_value_head(config, prob: Problem, vmodel, key):
   """Stage 1: cross-entropy of the head on every state of base-chain rollouts."""
   n, b = int(config.num_steps), int(config.value_batch)
-  opt = optax.adam(float(config.value_lr))
   k_init, k_loop = jax.random.split(key)
-  vparams = init_value_params(vmodel, k_init)
   ks = _states_and_steps(n, b)[1:]  # states x_1 .. x_K
 
-  def body(carry, k):
-    p, o = carry
+  def loss(p_, k):
     k1, k2 = jax.random.split(k)
     traj = vrpo.sample(base_eps(prob), jax.random.normal(k1, (b, 2)), prob.sched, k2)
     r = vrpo.reward(prob.reward, traj.states[0])
     xs = traj.states[1:].reshape(-1, 2)
     rr = jnp.broadcast_to(r[None], (n, b)).reshape(-1)
+    logits = vmodel.apply(p_, xs, ks.reshape(-1) / n)
+    return jnp.mean(vrpo.value_distribution_loss(logits, rr, prob.atoms))
 
-    def loss(p_):
-      logits = vmodel.apply(p_, xs, ks.reshape(-1) / n)
-      return jnp.mean(vrpo.value_distribution_loss(logits, rr, prob.atoms))
-
-    l, g = jax.value_and_grad(loss)(p)
-    u, o = opt.update(g, o, p)
-    return (optax.apply_updates(p, u), o), l
-
-  (vparams, _), losses = jax.lax.scan(body, (vparams, opt.init(vparams)),
-                                      jax.random.split(k_loop, int(config.value_steps)))
-  return vparams, losses
+  return train.fit_full_batch(loss, optax.adam(float(config.value_lr)),
+                              init_value_params(vmodel, k_init),
+                              keys=jax.random.split(k_loop, int(config.value_steps)))
 
 
 def value_head_error(config, prob: Problem, vmodel, vparams, eta, key):
