@@ -31,10 +31,16 @@ def test_tiny_run_scores_every_model_and_a_rerun_restores_the_base(tmp_path):
   again = experiment.run(config, str(tmp_path))
   assert again.pop("base_restored") == 1.0 and m.pop("base_restored") == 0.0
   assert again == m
-  # other base settings: the cached model is not reused
+  # other base settings give another key, so the cached model is not reused; settings the
+  # base does not depend on keep it
+  key = experiment._base_key(config, 0)  # pylint: disable=protected-access
   with config.unlocked():
-    config.base_steps = config.base_steps + 1
-  assert experiment.run(config, str(tmp_path))["base_restored"] == 0.0
+    config.sapo_steps += 1
+  assert experiment._base_key(config, 0) == key  # pylint: disable=protected-access
+  with config.unlocked():
+    config.base_steps += 1
+  assert experiment._base_key(config, 0) != key  # pylint: disable=protected-access
+  assert experiment._base_key(config, 1) != experiment._base_key(config, 0)  # pylint: disable=protected-access
 
 
 def _metrics(acc_gap=0.0, se=0.01, tokens=5.0, steps=(1.0, 2.0, 3.0, 4.0), trunc_gap=0.3):
