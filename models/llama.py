@@ -212,9 +212,13 @@ class Attention(nn.Module):
   config: LlamaConfig
 
   @nn.compact
-  def __call__(self, x_BxTxD, sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv, index):
+  def __call__(self, x_BxTxD, sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv, index,
+               prefix_kv=None):
     """``cache_kv``: ``None`` (attend within ``x``) or per-layer ``(k, v)`` ``(B, S, K, H)``
     into which this call's keys and values are written at slot ``index`` first.
+    ``prefix_kv`` (with ``cache_kv=None``): per-layer ``(k, v)`` ``(B, S, K, H)`` read, not
+    written: the keys are the prefix's ``S`` then this call's ``T`` (``allowed_BxTxS`` is
+    then ``(B, T, S + T)``).
 
     Returns the output ``(B, T, D)`` and ``(k, v)``: the updated per-layer cache, or (no
     cache) this call's keys and values ``(B, T, K, H)``.
@@ -229,8 +233,11 @@ class Attention(nn.Module):
     v_BxTxKxH = dense(kv * h, name="v_proj")(x_BxTxD).reshape(b, t, kv, h)
     q_BxTxNxH = apply_rope(q_BxTxNxH, sin_BxTxJ, cos_BxTxJ)
     k_BxTxKxH = apply_rope(k_BxTxKxH, sin_BxTxJ, cos_BxTxJ)
-    if cache_kv is None:
+    if cache_kv is None and prefix_kv is None:
       keys_BxSxKxH, values_BxSxKxH = k_BxTxKxH, v_BxTxKxH
+    elif cache_kv is None:
+      keys_BxSxKxH = jnp.concatenate([prefix_kv[0].astype(k_BxTxKxH.dtype), k_BxTxKxH], axis=1)
+      values_BxSxKxH = jnp.concatenate([prefix_kv[1].astype(v_BxTxKxH.dtype), v_BxTxKxH], axis=1)
     else:
       keys_BxSxKxH = jax.lax.dynamic_update_slice_in_dim(cache_kv[0], k_BxTxKxH, index, axis=1)
       values_BxSxKxH = jax.lax.dynamic_update_slice_in_dim(cache_kv[1], v_BxTxKxH, index, axis=1)
@@ -241,6 +248,8 @@ class Attention(nn.Module):
     weights = jax.nn.softmax(logits, axis=-1).astype(values_BxSxKxH.dtype)
     out_BxTxKxGxH = jnp.einsum("bkgts,bskh->btkgh", weights, values_BxSxKxH)
     out = dense(c.d_model, name="o_proj")(out_BxTxKxGxH.reshape(b, t, c.n_heads * h))
+    if prefix_kv is not None:
+      return out, (k_BxTxKxH, v_BxTxKxH)
     return out, (keys_BxSxKxH, values_BxSxKxH)
 
 
@@ -250,13 +259,20 @@ class Block(nn.Module):
   config: LlamaConfig
 
   @nn.compact
-  def __call__(self, x_BxTxD, sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv=None, index=0):
+  def __call__(self, x_BxTxD, sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv=None, index=0,
+               prefix_kv=None, moe_controls=None):
+    """``prefix_kv``: see :class:`Attention`; ``moe_controls``: keyword arguments of
+    :class:`MoeMlp` (``limited_BxT``, ``reuse_BxT``, ``reuse_out_BxTxD``), MoE layers only."""
     c = self.config
     a, new_kv = Attention(c, name="attn")(RMSNorm(c.norm_eps, c.dtype, name="attn_norm")(x_BxTxD),
-                                          sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv, index)
+                                          sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv, index,
+                                          prefix_kv)
     x_BxTxD = x_BxTxD + a
-    mlp = MoeMlp(c, name="moe") if c.n_experts else Mlp(c, name="mlp")
-    x_BxTxD = x_BxTxD + mlp(RMSNorm(c.norm_eps, c.dtype, name="mlp_norm")(x_BxTxD))
+    normed = RMSNorm(c.norm_eps, c.dtype, name="mlp_norm")(x_BxTxD)
+    if c.n_experts:
+      x_BxTxD = x_BxTxD + MoeMlp(c, name="moe")(normed, **(moe_controls or {}))
+    else:
+      x_BxTxD = x_BxTxD + Mlp(c, name="mlp")(normed)
     return x_BxTxD, new_kv
 
 
@@ -271,6 +287,17 @@ class MoeMlp(nn.Module):
   ``(B, T, k)`` are sown into the ``"intermediates"`` collection (``router_logits``,
   ``experts``), for routing analyses and load-balancing losses.
 
+  Two per-token controls (both off by default, and then the layer is exactly the above),
+  for decoders that skip or restrict experts (TEAM's MoE diffusion decoding):
+
+  * ``reuse_BxT`` with ``reuse_out_BxTxD``: marked tokens take ``reuse_out`` as the layer's
+    output; they are not routed (their sown experts are ``-1``, their weights 0);
+  * ``limited_BxT``: a marked token may only use experts that some unmarked, routed token
+    of its row chose this call; its top-k is taken over those (fewer if fewer are allowed;
+    ``-1`` then fills its sown experts), the gates renormalised over them.
+
+  The layer's output ``moe_out`` ``(B, T, D)`` is sown too (what a later call reuses).
+
   Parameters: ``router`` ``(D, E)``; ``gate_proj``, ``up_proj`` ``(E, D, F)``; ``down_proj``
   ``(E, F, D)``.
   """
@@ -278,14 +305,29 @@ class MoeMlp(nn.Module):
   config: LlamaConfig
 
   @nn.compact
-  def __call__(self, x_BxTxD):
+  def __call__(self, x_BxTxD, limited_BxT=None, reuse_BxT=None, reuse_out_BxTxD=None):
     c = self.config
     init = nn.initializers.normal(0.02)
     e, d, f = c.n_experts, c.d_model, c.d_ff
+    if (reuse_BxT is None) != (reuse_out_BxTxD is None):
+      raise ValueError("MoeMlp: reuse_BxT and reuse_out_BxTxD go together")
     logits_BxTxE = nn.Dense(e, use_bias=False, dtype=jnp.float32, param_dtype=c.dtype,
                             kernel_init=init, name="router")(x_BxTxD).astype(jnp.float32)
     top_BxTxK, experts_BxTxK = jax.lax.top_k(logits_BxTxE, c.experts_top_k)
-    gates_BxTxK = jax.nn.softmax(top_BxTxK, axis=-1)
+    routed_BxT = jnp.ones(x_BxTxD.shape[:2], bool) if reuse_BxT is None else ~reuse_BxT
+    if limited_BxT is not None:
+      chosen_BxTxE = jnp.any(jax.nn.one_hot(experts_BxTxK, e, dtype=bool), axis=-2)
+      donors_BxT = routed_BxT & ~limited_BxT
+      allowed_BxE = jnp.any(chosen_BxTxE & donors_BxT[..., None], axis=1)
+      # a row with no donor token leaves its limited tokens unrestricted
+      allowed_BxE = allowed_BxE | ~jnp.any(allowed_BxE, axis=-1, keepdims=True)
+      blocked_BxTxE = limited_BxT[..., None] & ~allowed_BxE[:, None, :]
+      top_BxTxK, experts_BxTxK = jax.lax.top_k(
+          jnp.where(blocked_BxTxE, -jnp.inf, logits_BxTxE), c.experts_top_k)
+    usable_BxTxK = jnp.isfinite(top_BxTxK) & routed_BxT[..., None]
+    gates_BxTxK = jax.nn.softmax(jnp.where(usable_BxTxK, top_BxTxK, -jnp.inf), axis=-1)
+    gates_BxTxK = jnp.where(usable_BxTxK, gates_BxTxK, 0.0)  # reused rows: all -inf, no NaN
+    experts_BxTxK = jnp.where(usable_BxTxK, experts_BxTxK, -1)
     weights_BxTxE = jnp.sum(jax.nn.one_hot(experts_BxTxK, e) * gates_BxTxK[..., None], axis=-2)
     self.sow("intermediates", "router_logits", logits_BxTxE)
     self.sow("intermediates", "experts", experts_BxTxK)
@@ -295,8 +337,13 @@ class MoeMlp(nn.Module):
     h_BxTxExF = nn.silu(jnp.einsum("btd,edf->btef", x_BxTxD, w_gate)) * \
         jnp.einsum("btd,edf->btef", x_BxTxD, w_up)
     out_BxTxExD = jnp.einsum("btef,efd->bted", h_BxTxExF, w_down)
-    return jnp.einsum("bted,bte->btd", out_BxTxExD,
-                      weights_BxTxE.astype(out_BxTxExD.dtype)).astype(x_BxTxD.dtype)
+    out_BxTxD = jnp.einsum("bted,bte->btd", out_BxTxExD,
+                           weights_BxTxE.astype(out_BxTxExD.dtype)).astype(x_BxTxD.dtype)
+    if reuse_BxT is not None:
+      out_BxTxD = jnp.where(reuse_BxT[..., None], reuse_out_BxTxD.astype(out_BxTxD.dtype),
+                            out_BxTxD)
+    self.sow("intermediates", "moe_out", out_BxTxD)
+    return out_BxTxD
 
 
 class Mlp(nn.Module):
@@ -369,6 +416,48 @@ class Llama(nn.Module):
     for layer in self.layers:
       h_BxTxD, _ = layer(h_BxTxD, sin, cos, allowed_BxTxT)
     return self._logits(h_BxTxD)
+
+  def extend(self, ids_BxT, positions_BxT, allowed_BxTxS, prefix_kv=None, *, limited_BxT=None,
+             reuse_BxT=None, reuse_out_LxBxTxD=None):
+    """A forward pass under an explicit attention pattern, optionally after a read-only
+    prefix of cached keys and values: what block-diffusion decoders need (block-causal
+    attention, speculative copies of a block side by side).
+
+    ``positions_BxT``: rotary positions; ``allowed_BxTxS``: which keys each token attends
+    to, ``S = T`` without a prefix, ``S = P + T`` with one (the prefix's slots first);
+    ``prefix_kv``: per layer ``(k, v)`` ``(B, P, K, H)``, as this method returns them.
+    ``limited_BxT``, ``reuse_BxT`` and ``reuse_out_LxBxTxD`` (per layer) are
+    :class:`MoeMlp`'s per-token controls (MoE models only).
+
+    Returns the logits ``(B, T, V)`` and this call's per-layer ``(k, v)`` ``(B, T, K, H)``
+    (the prefix is not written). Apply with ``mutable="intermediates"`` for the MoE layers'
+    sown routing and outputs.
+    """
+    c = self.config
+    _check_ids(ids_BxT, c.vocab_size)
+    b, t = jnp.shape(ids_BxT)
+    p = 0 if prefix_kv is None else prefix_kv[0][0].shape[1]
+    if jnp.shape(allowed_BxTxS) != (b, t, p + t) or jnp.shape(positions_BxT) != (b, t):
+      raise ValueError(f"extend: ids {(b, t)} with a prefix of {p} slots needs positions_BxT "
+                       f"{(b, t)} and allowed_BxTxS {(b, t, p + t)}, got "
+                       f"{jnp.shape(positions_BxT)} and {jnp.shape(allowed_BxTxS)}")
+    if prefix_kv is not None and len(prefix_kv) != c.n_layers:
+      raise ValueError(f"extend: prefix_kv has {len(prefix_kv)} layers, the model "
+                       f"{c.n_layers}")
+    moe = dict(limited_BxT=limited_BxT, reuse_BxT=reuse_BxT)
+    if not c.n_experts and (limited_BxT is not None or reuse_BxT is not None):
+      raise ValueError("extend: limited_BxT and reuse_BxT need a MoE model (n_experts > 0)")
+    sin, cos = rope_angles(positions_BxT, c.head_dim, c.rope_theta)
+    h_BxTxD = self._embed(ids_BxT)
+    kvs = []
+    for i, layer in enumerate(self.layers):
+      controls = None
+      if c.n_experts:
+        controls = dict(moe, reuse_out_BxTxD=None if reuse_BxT is None else reuse_out_LxBxTxD[i])
+      h_BxTxD, kv = layer(h_BxTxD, sin, cos, jnp.asarray(allowed_BxTxS, bool), None, 0,
+                          None if prefix_kv is None else prefix_kv[i], controls)
+      kvs.append(kv)
+    return self._logits(h_BxTxD), tuple(kvs)
 
   def decode(self, ids_BxT, positions_BxT, cache: KVCache, index, key_mask_BxS, last_only=True):
     """Runs ``ids_BxT`` at cache slots ``index .. index+T-1``.

@@ -1,0 +1,483 @@
+"""TEAM's decoding of a mixture-of-experts block-diffusion LM, as pure functions.
+
+Block diffusion (SDAR's layout): the sequence is cut into blocks of ``block_len``
+positions; attention is bidirectional within a block and causal across blocks, so finished
+blocks live in a key/value cache. A block starts fully masked; each denoising pass predicts
+every position of it, commits the masked positions whose top probability exceeds
+``threshold`` (the single most confident one when none does) and never remasks; a last
+pass over the finished block writes its keys and values to the cache. ``<mask>`` itself is
+never predicted (its probability is set to 0 first).
+
+TEAM's three strategies (Wei et al., ICML 2026), all within the block being decoded:
+
+* ``reuse`` (temporal): a token committed two or more passes ago takes its MoE layers'
+  outputs from the previous pass, without routing or experts (attention is still run);
+* ``limit`` (spatial): a masked token far (``> limit_distance`` positions) from every
+  filled position of the block, below ``limit_confidence`` at the previous pass and not
+  one of the two most confident masked positions may only use experts that the other
+  routed tokens of the pass chose (per layer);
+* ``speculate``: one pass runs four copies of the block side by side (attention within a
+  copy only): as is, with the most confident masked position filled with its previous
+  prediction, with the second, and with both. A filled token is accepted when the vanilla
+  rule on a copy without it would commit the same token there; the copy with the most
+  accepted fills is kept, committing up to two tokens beyond the vanilla rule per pass.
+
+The first pass of every block is a plain one in every mode (there is no previous pass).
+The decoders return the generation region and per-row counters (:class:`Stats`) from which
+:func:`cost` models decode time.
+
+Our construction where the public code is silent or model-specific: a prompt is a whole
+number of blocks (left-padded), rows of a batch decode one after another (batch one, as
+SDAR's evaluation decodes), and decoding stops after the block in which
+``<eos>`` first appears.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from reprojax.models import llama
+
+STRATEGIES = ("reuse", "limit", "speculate")
+_BRANCHES = 4  # speculate: the block as is, + first fill, + second fill, + both
+
+
+class Stats(NamedTuple):
+  """Per-row decoding counters, each ``(N,)`` (sums over the row's forward passes; "layer
+  tokens" count a token once per MoE layer).
+
+  ``passes``: denoising passes (the cache-writing pass of each block excluded);
+  ``store_passes``: cache-writing passes; ``tokens``: tokens run through the model;
+  ``prefix_slots``: cached keys read (per pass, the real slots before the block);
+  ``attended``: query-key pairs; ``routed``: layer tokens routed to experts;
+  ``dispatches``: (layer token, expert) pairs computed; ``expert_loads``: distinct experts
+  used per pass, summed over layers and passes (the weights a memory-bound pass reads);
+  ``reused`` / ``reused_consistent``: layer tokens that took the previous pass's output /
+  and whose router would have chosen the same experts as when they were last routed;
+  ``limited`` / ``limited_consistent``: limited layer tokens / whose unrestricted choice
+  already lay in the allowed set; ``speculated``: tokens committed by accepted fills.
+  """
+
+  passes: jax.Array
+  store_passes: jax.Array
+  tokens: jax.Array
+  prefix_slots: jax.Array
+  attended: jax.Array
+  routed: jax.Array
+  dispatches: jax.Array
+  expert_loads: jax.Array
+  reused: jax.Array
+  reused_consistent: jax.Array
+  limited: jax.Array
+  limited_consistent: jax.Array
+  speculated: jax.Array
+
+
+def _zero_stats():
+  return Stats(*(jnp.zeros((), jnp.int32) for _ in Stats._fields))
+
+
+def check_strategies(strategies: Sequence[str]) -> tuple[str, ...]:
+  """``strategies`` as a sorted tuple; ``ValueError`` naming any unknown one."""
+  if isinstance(strategies, str):
+    strategies = (strategies,) if strategies else ()
+  unknown = [s for s in strategies if s not in STRATEGIES]
+  if unknown:
+    raise ValueError(f"unknown TEAM strategy {unknown}; choose from {STRATEGIES}")
+  return tuple(s for s in STRATEGIES if s in strategies)
+
+
+def _check_decode_args(config, prompt_len, gen_len, block_len, threshold, limit_confidence,
+                       limit_distance):
+  if not config.n_experts or config.causal:
+    raise ValueError("TEAM decodes a bidirectional mixture-of-experts model "
+                     "(LlamaConfig.causal=False, n_experts > 0)")
+  if not isinstance(block_len, (int, np.integer)) or block_len < 1:
+    raise ValueError(f"block_len must be an int >= 1, got {block_len!r}")
+  for name, n in (("prompt length", prompt_len), ("gen_len", gen_len)):
+    if n < 1 or n % block_len:
+      raise ValueError(f"block_len={block_len} must divide the {name} ({n}): prompts and "
+                       "the generation region are whole blocks")
+  if prompt_len + gen_len > config.max_len:
+    raise ValueError(f"prompt + generation = {prompt_len + gen_len} tokens exceeds "
+                     f"config.max_len={config.max_len}")
+  for name, v in (("threshold", threshold), ("limit_confidence", limit_confidence)):
+    if not 0.0 <= float(v) <= 1.0:
+      raise ValueError(f"{name} must lie in [0, 1], got {v!r}")
+  if not isinstance(limit_distance, (int, np.integer)) or limit_distance < 0:
+    raise ValueError(f"limit_distance must be an int >= 0, got {limit_distance!r}")
+
+
+def block_causal(block_S: jax.Array, real_S: jax.Array) -> jax.Array:
+  """``(S, S)``: query ``q`` sees key ``k`` iff ``k`` is real and its block is not later."""
+  return (block_S[None, :] <= block_S[:, None]) & real_S[None, :]
+
+
+def prompt_positions(prompt_mask_P: jax.Array, gen_len: int) -> jax.Array:
+  """Rotary positions of a left-padded prompt's slots (0 for padding) then of the
+  generation region's ``gen_len`` slots (continuing after the last real prompt token)."""
+  m = jnp.asarray(prompt_mask_P, jnp.int32)
+  n = jnp.sum(m)
+  return jnp.concatenate([jnp.maximum(jnp.cumsum(m) - 1, 0), n + jnp.arange(gen_len)])
+
+
+# ---------------------------------------------------------------------------------- training
+
+
+def training_batch(prompt_NxP, prompt_mask_NxP, target_NxG, key, *, block_len: int,
+                   mask_id: int):
+  """One block-diffusion training batch (BD3-LM's two-copy layout, our construction).
+
+  Each row is ``[prompt | clean answer | noisy answer]``: every answer block of the noisy
+  copy has its own masking rate ``t ~ U(0, 1]``, each token masked with probability ``t``
+  (at least one per block). A noisy block attends to the clean prompt and clean earlier
+  answer blocks and to itself; clean tokens attend block-causally among clean tokens. The
+  noisy copy shares the clean answer's positions. One pass trains every block.
+
+  Returns ``(ids_NxT, positions_NxT, allowed_NxTxT, labels_NxT, weights_NxT)``, ``T = P +
+  2G``; ``weights`` marks the masked tokens (the loss's targets).
+  """
+  prompt = jnp.asarray(prompt_NxP, jnp.int32)
+  pmask = jnp.asarray(prompt_mask_NxP, bool)
+  target = jnp.asarray(target_NxG, jnp.int32)
+  n, p = prompt.shape
+  g = target.shape[1]
+  if p % block_len or g % block_len:
+    raise ValueError(f"block_len={block_len} must divide the prompt ({p}) and the answer "
+                     f"({g}) lengths")
+  nb = g // block_len
+  k_rate, k_tok, k_force = jax.random.split(key, 3)
+  rate_NxB = jax.random.uniform(k_rate, (n, nb), minval=1e-3, maxval=1.0)
+  noise_NxG = jax.random.uniform(k_tok, (n, g))
+  masked_NxG = noise_NxG < jnp.repeat(rate_NxB, block_len, axis=1)
+  # at least one masked token per block: force a uniformly chosen position
+  forced_NxB = jax.random.randint(k_force, (n, nb), 0, block_len)
+  forced_NxG = jax.nn.one_hot(forced_NxB, block_len, dtype=bool).reshape(n, g)
+  masked_NxG = masked_NxG | forced_NxG
+  noisy = jnp.where(masked_NxG, mask_id, target)
+  ids = jnp.concatenate([prompt, target, noisy], axis=1)
+  pos = jax.vmap(lambda m: prompt_positions(m, g))(pmask)
+  positions = jnp.concatenate([pos, pos[:, p:]], axis=1)
+  block_S = jnp.arange(p + g) // block_len
+  real = jnp.concatenate([pmask, jnp.ones((n, g), bool)], axis=1)
+  clean = jax.vmap(lambda r: block_causal(block_S, r))(real)  # (N, P+G, P+G)
+  nblk = block_S[p:]  # blocks of the noisy copy
+  noisy_to_clean = (block_S[None, :] < nblk[:, None])[None] & real[:, None, :]
+  noisy_to_noisy = jnp.broadcast_to(nblk[None, :] == nblk[:, None], (n, g, g))
+  top = jnp.concatenate([clean, jnp.zeros((n, p + g, g), bool)], axis=2)
+  bottom = jnp.concatenate([noisy_to_clean, noisy_to_noisy], axis=2)
+  allowed = jnp.concatenate([top, bottom], axis=1)
+  labels = jnp.concatenate([prompt, target, target], axis=1)
+  weights = jnp.concatenate([jnp.zeros((n, p + g), bool), masked_NxG], axis=1)
+  return ids, positions, allowed, labels, weights
+
+
+def diffusion_loss(config: llama.LlamaConfig, params, batch) -> jax.Array:
+  """Mean cross-entropy of the masked tokens of a :func:`training_batch`."""
+  ids, positions, allowed, labels, weights = batch
+  logits, _ = llama.Llama(config).apply(params, ids, positions, allowed,
+                                        method=llama.Llama.extend)
+  logp = jax.nn.log_softmax(logits)
+  nll = -jnp.take_along_axis(logp, labels[..., None], axis=-1)[..., 0]
+  w = weights.astype(jnp.float32)
+  return jnp.sum(nll * w) / jnp.maximum(jnp.sum(w), 1.0)
+
+
+# ---------------------------------------------------------------------------------- decoding
+
+
+def commit_rule(masked_W, conf_W, threshold):
+  """The vanilla rule: masked positions with confidence ``> threshold``, or the single
+  most confident masked position when none is (none when nothing is masked)."""
+  above = masked_W & (conf_W > threshold)
+  best = jax.nn.one_hot(jnp.argmax(jnp.where(masked_W, conf_W, -1.0)), conf_W.shape[0],
+                        dtype=bool) & masked_W
+  return jnp.where(jnp.any(above), above, best)
+
+
+def _moe_intermediates(state, n_layers):
+  inter = state["intermediates"]
+  get = lambda name: jnp.stack([inter[f"layers_{i}"]["moe"][name][0][0]  # noqa: E731
+                                for i in range(n_layers)])
+  return get("experts"), get("router_logits"), get("moe_out")
+
+
+def _same_set(a_LxWxK, b_LxWxK):
+  return jnp.all(jnp.sort(a_LxWxK, axis=-1) == jnp.sort(b_LxWxK, axis=-1), axis=-1)
+
+
+def _decode_row(config, params, prompt_P, pmask_P, *, gen_len, block_len, threshold,
+                strategies, limit_distance, limit_confidence, mask_id, eos_id, stop_at_eos):
+  model = llama.Llama(config)
+  p, lb, n_layers = prompt_P.shape[0], block_len, config.n_layers
+  e, k = config.n_experts, config.experts_top_k
+  s_total = p + gen_len
+  positions_S = prompt_positions(pmask_P, gen_len)
+  real_S = jnp.concatenate([pmask_P, jnp.ones((gen_len,), bool)])
+  block_S = jnp.arange(s_total) // lb
+  reuse_on, limit_on, spec_on = (s in strategies for s in STRATEGIES)
+  nb = _BRANCHES if spec_on else 1
+
+  def forward(ids_W, start, cache, limited_W=None, reuse_W=None, reuse_out_LxWxD=None):
+    """Runs ``nb`` copies (or one) of a block at slots ``start..``; returns logits, this
+    call's keys/values, the MoE intermediates and the pass's counters."""
+    w = ids_W.shape[0]
+    copies = w // lb
+    pos_W = jnp.tile(jax.lax.dynamic_slice_in_dim(positions_S, start, lb), copies)
+    prefix_S = real_S & (jnp.arange(s_total) < start)
+    copy_W = jnp.arange(w) // lb
+    own_WxW = copy_W[:, None] == copy_W[None, :]
+    allowed = jnp.concatenate([jnp.broadcast_to(prefix_S, (w, s_total)), own_WxW], axis=1)
+    prefix = tuple((cache[0][i][None], cache[1][i][None]) for i in range(n_layers))
+    controls = {}
+    if limited_W is not None:
+      controls["limited_BxT"] = limited_W[None]
+    if reuse_W is not None:
+      controls["reuse_BxT"] = reuse_W[None]
+      controls["reuse_out_LxBxTxD"] = reuse_out_LxWxD[:, None]
+    (logits, kv), state = model.apply(params, ids_W[None], pos_W[None], allowed[None], prefix,
+                                      method=llama.Llama.extend, mutable="intermediates",
+                                      **controls)
+    experts_LxWxK, router_LxWxE, moe_out_LxWxD = _moe_intermediates(state, n_layers)
+    routed_LxW = jnp.any(experts_LxWxK >= 0, axis=-1)
+    used_LxE = jnp.any(jax.nn.one_hot(experts_LxWxK, e, dtype=bool), axis=(1, 2))
+    free_LxWxK = jax.lax.top_k(router_LxWxE, k)[1]
+    lim_LxW = (jnp.zeros((n_layers, w), bool) if limited_W is None
+               else jnp.broadcast_to(limited_W, (n_layers, w)) & routed_LxW)
+    n_prefix = jnp.sum(prefix_S)
+    stats = _zero_stats()._replace(
+        tokens=jnp.int32(w), prefix_slots=n_prefix.astype(jnp.int32),
+        attended=(w * (n_prefix + lb)).astype(jnp.int32),
+        routed=jnp.sum(routed_LxW, dtype=jnp.int32),
+        dispatches=jnp.sum(experts_LxWxK >= 0, dtype=jnp.int32),
+        expert_loads=jnp.sum(used_LxE, dtype=jnp.int32),
+        limited=jnp.sum(lim_LxW, dtype=jnp.int32),
+        limited_consistent=jnp.sum(lim_LxW & _same_set(experts_LxWxK, free_LxWxK),
+                                   dtype=jnp.int32))
+    return logits[0], kv, (experts_LxWxK, free_LxWxK, moe_out_LxWxD), stats
+
+  def add(a, b):
+    return jax.tree.map(jnp.add, a, b)
+
+  def predict(logits_WxV):
+    # <mask> is never a prediction (a committed <mask> would stay masked forever)
+    probs = jax.nn.softmax(logits_WxV.at[..., mask_id].set(-jnp.inf), axis=-1)
+    return jnp.argmax(probs, axis=-1).astype(jnp.int32), jnp.max(probs, axis=-1)
+
+  def plain_step(block, start, cache):
+    logits, _, (experts, free, moe_out), st = forward(block, start, cache)
+    x0, conf = predict(logits)
+    sel = commit_rule(block == mask_id, conf, threshold)
+    carry = dict(x0=x0, conf=conf, transfer=sel, moe_out=moe_out, record=free)
+    return jnp.where(sel, x0, block), carry, st._replace(passes=jnp.int32(1))
+
+  def team_step(block, start, cache, carry):
+    masked = block == mask_id
+    n_masked = jnp.sum(masked)
+    cmask = jnp.where(masked, carry["conf"], -1.0)
+    p1 = jnp.argmax(cmask)
+    p2 = jnp.argmax(jnp.where(jnp.arange(lb) == p1, -2.0, cmask))
+    has2 = n_masked >= 2
+    one1 = jax.nn.one_hot(p1, lb, dtype=bool)
+    one2 = jax.nn.one_hot(p2, lb, dtype=bool) & has2
+    if spec_on:
+      b1 = jnp.where(one1, carry["x0"], block)
+      b2 = jnp.where(one2, carry["x0"], block)
+      b3 = jnp.where(one2, carry["x0"], b1)
+      branches = jnp.stack([block, b1, b2, b3])
+    else:
+      branches = block[None]
+    reuse_W = reuse_out = None
+    if reuse_on:
+      reuse_W = jnp.tile(~masked & ~carry["transfer"], nb)
+      reuse_out = jnp.tile(carry["moe_out"], (1, nb, 1))
+    limited_W = None
+    if limit_on:
+      filled = branches[-1] != mask_id
+      gap = jnp.abs(jnp.arange(lb)[:, None] - jnp.arange(lb)[None, :])
+      dist = jnp.where(jnp.any(filled), jnp.min(jnp.where(filled[None, :], gap, lb), axis=1), 0)
+      top2 = one1 | one2
+      limited = masked & (dist > limit_distance) & ~top2 & (carry["conf"] < limit_confidence)
+      limited_W = jnp.tile(limited, nb)
+    logits, _, (experts, free, moe_out), st = forward(branches.reshape(-1), start, cache,
+                                                      limited_W, reuse_W, reuse_out)
+    x0_NxL, conf_NxL = predict(logits.reshape(nb, lb, -1))
+    masked_NxL = branches == mask_id
+    commit_NxL = jax.vmap(lambda m, c: commit_rule(m, c, threshold))(masked_NxL, conf_NxL)
+    if spec_on:
+      y = jnp.where(masked_NxL, x0_NxL, branches)
+      acc1 = commit_NxL[0, p1] & (y[0, p1] == y[1, p1])
+      acc2 = has2 & commit_NxL[0, p2] & (y[0, p2] == y[2, p2])
+      acc21 = acc2 & commit_NxL[2, p1] & (y[2, p1] == y[1, p1])
+      acc12 = has2 & commit_NxL[1, p2] & (y[1, p2] == y[2, p2])
+      both = (acc1 & acc2) | (acc1 & acc12) | (acc2 & acc21)
+      choice = jnp.where(both, 3, jnp.where(acc1, 1, jnp.where(acc2, 2, 0)))
+    else:
+      choice = jnp.int32(0)
+    chosen = branches[choice]
+    sel = commit_NxL[choice]
+    new_block = jnp.where(sel, x0_NxL[choice], chosen)
+    sl = lambda a: jax.lax.dynamic_slice_in_dim(a, choice * lb, lb, axis=1)  # noqa: E731
+    routed = jnp.any(sl(experts) >= 0, axis=-1)  # (L, lb): routed this pass, chosen copy
+    record = jnp.where(routed[..., None], sl(free), carry["record"])
+    # reuse consistency: a reused token's fresh router choice against its last routed one
+    reused_LxW = (jnp.zeros((n_layers, lb * nb), bool) if reuse_W is None
+                  else jnp.broadcast_to(reuse_W, (n_layers, lb * nb)))
+    same = _same_set(free, jnp.tile(carry["record"], (1, nb, 1)))
+    st = st._replace(passes=jnp.int32(1), reused=jnp.sum(reused_LxW, dtype=jnp.int32),
+                     reused_consistent=jnp.sum(reused_LxW & same, dtype=jnp.int32),
+                     speculated=jnp.sum((chosen != block), dtype=jnp.int32))
+    new_carry = dict(x0=x0_NxL[choice], conf=conf_NxL[choice], transfer=sel,
+                     moe_out=sl(moe_out), record=record)
+    return new_block, new_carry, st
+
+  def block_body(state):
+    i, canvas, cache, _, stats = state
+    start = p + i * lb
+    block = jax.lax.dynamic_slice_in_dim(canvas, start, lb)
+    block, carry, st = plain_step(block, start, cache)
+    stats = add(stats, st)
+
+    def cond(s):
+      return jnp.any(s[0] == mask_id)
+
+    def body(s):
+      blk, c, acc = s
+      if strategies:
+        blk, c, st = team_step(blk, start, cache, c)
+      else:
+        blk, c, st = plain_step(blk, start, cache)
+      return blk, c, add(acc, st)
+
+    block, _, stats = jax.lax.while_loop(cond, body, (block, carry, stats))
+    _, kv, _, st = forward(block, start, cache)  # the cache-writing pass
+    stats = add(stats, st._replace(store_passes=jnp.int32(1)))
+    cache = (jnp.stack([jax.lax.dynamic_update_slice_in_dim(cache[0][j], kv[j][0][0], start, 0)
+                        for j in range(n_layers)]),
+             jnp.stack([jax.lax.dynamic_update_slice_in_dim(cache[1][j], kv[j][1][0], start, 0)
+                        for j in range(n_layers)]))
+    canvas = jax.lax.dynamic_update_slice_in_dim(canvas, block, start, 0)
+    done = stop_at_eos & jnp.any((canvas == eos_id) & (jnp.arange(s_total) >= p))
+    return i + 1, canvas, cache, done, stats
+
+  # prefill: the prompt's blocks, block-causally, into the cache
+  allowed_PxP = block_causal(block_S[:p], pmask_P)
+  _, kv = model.apply(params, prompt_P[None], positions_S[None, :p], allowed_PxP[None],
+                      method=llama.Llama.extend)
+  kvh = (config.n_kv_heads, config.head_dim)
+  zeros = jnp.zeros((n_layers, s_total) + kvh, jnp.float32)
+  cache = (zeros.at[:, :p].set(jnp.stack([kv[j][0][0] for j in range(n_layers)])),
+           zeros.at[:, :p].set(jnp.stack([kv[j][1][0] for j in range(n_layers)])))
+  canvas = jnp.concatenate([prompt_P, jnp.full((gen_len,), mask_id, jnp.int32)])
+  n_blocks = gen_len // lb
+  state = (jnp.int32(0), canvas, cache, jnp.bool_(False), _zero_stats())
+  _, canvas, _, _, stats = jax.lax.while_loop(lambda s: (s[0] < n_blocks) & ~s[3], block_body,
+                                              state)
+  return canvas[p:], stats
+
+
+def decode(config: llama.LlamaConfig, params, prompt_NxP, prompt_mask_NxP, *, gen_len: int,
+           block_len: int, mask_id: int, eos_id: int, threshold: float = 0.95,
+           strategies: Sequence[str] = (), limit_distance: int = 3,
+           limit_confidence: float = 0.7, stop_at_eos: bool = True):
+  """Block-diffusion decoding of ``N`` left-padded prompts, vanilla (``strategies=()``) or
+  with any of TEAM's :data:`STRATEGIES`; jitted (one program per shape and setting).
+
+  Returns the generation region ``(N, gen_len)`` (``mask_id`` where decoding stopped
+  before reaching it) and :class:`Stats`.
+  """
+  prompt = jnp.asarray(prompt_NxP, jnp.int32)
+  if prompt.ndim != 2 or jnp.shape(prompt_mask_NxP) != prompt.shape:
+    raise ValueError(f"prompt_NxP must be 2-D with a prompt_mask_NxP of its shape, got "
+                     f"{prompt.shape} and {jnp.shape(prompt_mask_NxP)}")
+  _check_decode_args(config, prompt.shape[1], gen_len, block_len, threshold,
+                     limit_confidence, limit_distance)
+  return _decode(config, params, prompt, jnp.asarray(prompt_mask_NxP, bool),
+                 gen_len=int(gen_len), block_len=int(block_len), threshold=float(threshold),
+                 strategies=check_strategies(strategies), limit_distance=int(limit_distance),
+                 limit_confidence=float(limit_confidence), mask_id=int(mask_id),
+                 eos_id=int(eos_id), stop_at_eos=bool(stop_at_eos))
+
+
+@functools.partial(jax.jit, static_argnames=(
+    "config", "gen_len", "block_len", "threshold", "strategies", "limit_distance",
+    "limit_confidence", "mask_id", "eos_id", "stop_at_eos"))
+def _decode(config, params, prompt_NxP, pmask_NxP, **kw):
+  # One row at a time (batch-one decoding, as SDAR's evaluation runs): under vmap the two
+  # data-dependent while loops would run every row to the slowest row's pass count, and
+  # XLA:CPU's fusion emitters take minutes to compile the batched form.
+  return jax.lax.map(lambda a: _decode_row(config, params, a[0], a[1], **kw),
+                     (prompt_NxP, pmask_NxP))
+
+
+def reference_decode(config: llama.LlamaConfig, params, prompt_P, prompt_mask_P, *,
+                     gen_len: int, block_len: int, mask_id: int, eos_id: int,
+                     threshold: float = 0.95) -> np.ndarray:
+  """Vanilla decoding of one prompt as a plain loop (no cache, no jit): every pass runs the
+  whole sequence so far under the block-causal mask and commits by the rule in numpy. The
+  independent check of :func:`decode` with no strategy."""
+  prompt = np.asarray(prompt_P, np.int32)
+  pmask = np.asarray(prompt_mask_P, bool)
+  p = len(prompt)
+  _check_decode_args(config, p, gen_len, block_len, threshold, 0.5, 0)
+  positions = np.asarray(prompt_positions(pmask, gen_len))
+  canvas = np.concatenate([prompt, np.full(gen_len, mask_id, np.int32)])
+  real = np.concatenate([pmask, np.ones(gen_len, bool)])
+  model = llama.Llama(config)
+  for start in range(p, p + gen_len, block_len):
+    end = start + block_len
+    blocks = np.arange(end) // block_len
+    allowed = (blocks[None, :] <= blocks[:, None]) & real[None, :end]
+    while (canvas[start:end] == mask_id).any():
+      logits, _ = model.apply(params, canvas[None, :end], positions[None, :end],
+                              allowed[None], method=llama.Llama.extend)
+      z = np.asarray(logits[0, start:end], np.float64)
+      z[:, mask_id] = -np.inf
+      probs = np.exp(z - z.max(-1, keepdims=True))
+      probs /= probs.sum(-1, keepdims=True)
+      x0, conf = probs.argmax(-1), probs.max(-1)
+      masked = canvas[start:end] == mask_id
+      sel = masked & (conf > threshold)
+      if not sel.any():
+        sel = np.zeros_like(masked)
+        sel[np.argmax(np.where(masked, conf, -1.0))] = True
+      canvas[start:end] = np.where(sel, x0, canvas[start:end])
+    if (canvas[p:end] == eos_id).any():
+      break
+  return canvas[p:]
+
+
+# ---------------------------------------------------------------------------------- cost
+
+
+def cost(config: llama.LlamaConfig, stats: Stats, bytes_per_param: int = 4) -> dict:
+  """Modelled cost of decoding from :class:`Stats` (summed over rows), two ways.
+
+  * ``bytes``: memory-bound (batch-one decoding on an accelerator): every pass reads the
+    dense weights (attention, router, norms, embedding), the weights of each distinct
+    expert it uses, and the cached keys and values it attends to;
+  * ``flops``: compute-bound: 2 x multiply-adds of the dense projections per token, of
+    attention per query-key pair, and of each (token, expert) dispatch.
+
+  Time is either divided by a bandwidth or a peak rate; a speed-up is a ratio of two such
+  sums and needs neither.
+  """
+  c = config
+  tot = jax.tree.map(lambda a: float(np.sum(np.asarray(a, np.float64))), stats)
+  passes = tot.passes + tot.store_passes
+  d, f, e, v, layers = c.d_model, c.d_ff, c.n_experts, c.vocab_size, c.n_layers
+  attn_params = d * c.n_heads * c.head_dim * 2 + d * c.n_kv_heads * c.head_dim * 2
+  dense_params = layers * (attn_params + d * e + 2 * d) + v * d + d
+  expert_params = 3 * d * f
+  kv_per_slot = layers * 2 * c.n_kv_heads * c.head_dim
+  bytes_read = bytes_per_param * (passes * dense_params + tot.expert_loads * expert_params
+                                  + tot.prefix_slots * kv_per_slot)
+  flops = 2.0 * (tot.tokens * (layers * (attn_params + d * e) + v * d)
+                 + tot.attended * layers * 2 * c.n_heads * c.head_dim
+                 + tot.dispatches * expert_params)
+  return {"bytes": bytes_read, "flops": flops, "passes": passes}
