@@ -25,7 +25,6 @@ References:
 from reprojax.algorithms.team._core import STRATEGIES
 from reprojax.algorithms.team._core import Stats
 from reprojax.algorithms.team._core import block_causal
-from reprojax.algorithms.team._core import check_strategies
 from reprojax.algorithms.team._core import commit_rule
 from reprojax.algorithms.team._core import cost
 from reprojax.algorithms.team._core import decode
@@ -34,7 +33,7 @@ from reprojax.algorithms.team._core import prompt_positions
 from reprojax.algorithms.team._core import reference_decode
 from reprojax.algorithms.team._core import training_batch
 
-__all__ = ("STRATEGIES", "Stats", "block_causal", "check_strategies", "commit_rule", "cost",
+__all__ = ("STRATEGIES", "Stats", "block_causal", "commit_rule", "cost",
            "decode", "diffusion_loss", "prompt_positions", "reference_decode",
            "training_batch")
 

@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from reprojax.algorithms import _common
 from reprojax.models import llama
 
 STRATEGIES = ("reuse", "limit", "speculate")
@@ -115,13 +116,18 @@ def _check_decode_args(config, prompt_len, gen_len, block_len, threshold, limit_
 
 def block_causal(block_S: jax.Array, real_S: jax.Array) -> jax.Array:
   """``(S, S)``: query ``q`` sees key ``k`` iff ``k`` is real and its block is not later."""
+  a = _common.check_arrays(dict(block_S=block_S, real_S=real_S),
+                           kinds=dict(block_S="int", real_S="bool"))
+  block_S, real_S = jnp.asarray(a["block_S"]), jnp.asarray(a["real_S"])
   return (block_S[None, :] <= block_S[:, None]) & real_S[None, :]
 
 
 def prompt_positions(prompt_mask_P: jax.Array, gen_len: int) -> jax.Array:
   """Rotary positions of a left-padded prompt's slots (0 for padding) then of the
   generation region's ``gen_len`` slots (continuing after the last real prompt token)."""
-  m = jnp.asarray(prompt_mask_P, jnp.int32)
+  a = _common.check_arrays(dict(prompt_mask_P=prompt_mask_P), kinds=dict(prompt_mask_P="bool"))
+  gen_len = _common.check_int("gen_len", gen_len)
+  m = jnp.asarray(a["prompt_mask_P"], jnp.int32)
   n = jnp.sum(m)
   return jnp.concatenate([jnp.maximum(jnp.cumsum(m) - 1, 0), n + jnp.arange(gen_len)])
 
@@ -142,9 +148,14 @@ def training_batch(prompt_NxP, prompt_mask_NxP, target_NxG, key, *, block_len: i
   Returns ``(ids_NxT, positions_NxT, allowed_NxTxT, labels_NxT, weights_NxT)``, ``T = P +
   2G``; ``weights`` marks the masked tokens (the loss's targets).
   """
-  prompt = jnp.asarray(prompt_NxP, jnp.int32)
-  pmask = jnp.asarray(prompt_mask_NxP, bool)
-  target = jnp.asarray(target_NxG, jnp.int32)
+  a = _common.check_arrays(dict(prompt_NxP=prompt_NxP, prompt_mask_NxP=prompt_mask_NxP,
+                                target_NxG=target_NxG),
+                           kinds=dict(prompt_NxP="int", prompt_mask_NxP="bool", target_NxG="int"))
+  key = _common.check_key("key", key)
+  block_len = _common.check_int("block_len", block_len, 1)
+  prompt = jnp.asarray(a["prompt_NxP"], jnp.int32)
+  pmask = jnp.asarray(a["prompt_mask_NxP"], bool)
+  target = jnp.asarray(a["target_NxG"], jnp.int32)
   n, p = prompt.shape
   g = target.shape[1]
   if p % block_len or g % block_len:
@@ -194,6 +205,9 @@ def diffusion_loss(config: llama.LlamaConfig, params, batch) -> jax.Array:
 def commit_rule(masked_W, conf_W, threshold):
   """The vanilla rule: masked positions with confidence ``> threshold``, or the single
   most confident masked position when none is (none when nothing is masked)."""
+  a = _common.check_arrays(dict(masked_W=masked_W, conf_W=conf_W),
+                           kinds=dict(masked_W="bool"))
+  masked_W, conf_W = jnp.asarray(a["masked_W"]), jnp.asarray(a["conf_W"])
   above = masked_W & (conf_W > threshold)
   best = jax.nn.one_hot(jnp.argmax(jnp.where(masked_W, conf_W, -1.0)), conf_W.shape[0],
                         dtype=bool) & masked_W
@@ -391,10 +405,9 @@ def decode(config: llama.LlamaConfig, params, prompt_NxP, prompt_mask_NxP, *, ge
   Returns the generation region ``(N, gen_len)`` (``mask_id`` where decoding stopped
   before reaching it) and :class:`Stats`.
   """
-  prompt = jnp.asarray(prompt_NxP, jnp.int32)
-  if prompt.ndim != 2 or jnp.shape(prompt_mask_NxP) != prompt.shape:
-    raise ValueError(f"prompt_NxP must be 2-D with a prompt_mask_NxP of its shape, got "
-                     f"{prompt.shape} and {jnp.shape(prompt_mask_NxP)}")
+  a = _common.check_arrays(dict(prompt_NxP=prompt_NxP, prompt_mask_NxP=prompt_mask_NxP),
+                           kinds=dict(prompt_NxP="int", prompt_mask_NxP="bool"))
+  prompt, prompt_mask_NxP = jnp.asarray(a["prompt_NxP"], jnp.int32), a["prompt_mask_NxP"]
   _check_decode_args(config, prompt.shape[1], gen_len, block_len, threshold,
                      limit_confidence, limit_distance)
   return _decode(config, params, prompt, jnp.asarray(prompt_mask_NxP, bool),
@@ -421,8 +434,10 @@ def reference_decode(config: llama.LlamaConfig, params, prompt_P, prompt_mask_P,
   """Vanilla decoding of one prompt as a plain loop (no cache, no jit): every pass runs the
   whole sequence so far under the block-causal mask and commits by the rule in numpy. The
   independent check of :func:`decode` with no strategy."""
-  prompt = np.asarray(prompt_P, np.int32)
-  pmask = np.asarray(prompt_mask_P, bool)
+  a = _common.check_arrays(dict(prompt_P=prompt_P, prompt_mask_P=prompt_mask_P),
+                           kinds=dict(prompt_P="int", prompt_mask_P="bool"))
+  prompt = np.asarray(a["prompt_P"], np.int32)
+  pmask = np.asarray(a["prompt_mask_P"], bool)
   p = len(prompt)
   _check_decode_args(config, p, gen_len, block_len, threshold, 0.5, 0)
   positions = np.asarray(prompt_positions(pmask, gen_len))
@@ -468,7 +483,14 @@ def cost(config: llama.LlamaConfig, stats: Stats, bytes_per_param: int = 4) -> d
   sums and needs neither.
   """
   c = config
-  tot = jax.tree.map(lambda a: float(np.sum(np.asarray(a, np.float64))), stats)
+  if not isinstance(stats, Stats):
+    raise ValueError(f"stats must be a team.Stats, got {type(stats).__name__}")
+  named = {f"stats.{k}_N": a for k, a in stats._asdict().items()}  # one length N: the rows
+  checked = _common.check_arrays(named, kinds={k: "int" for k in named})
+  for name, a in checked.items():
+    if np.any(np.asarray(a) < 0):
+      raise ValueError(f"{name}: counters must be >= 0")
+  tot = Stats(*(float(np.sum(np.asarray(a, np.float64))) for a in checked.values()))
   passes = tot.passes + tot.store_passes
   d, f, e, v, layers = c.d_model, c.d_ff, c.n_experts, c.vocab_size, c.n_layers
   attn_params = d * c.n_heads * c.head_dim * 2 + d * c.n_kv_heads * c.head_dim * 2
