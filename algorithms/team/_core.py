@@ -430,10 +430,14 @@ def _decode(config, params, prompt_NxP, pmask_NxP, **kw):
 
 def reference_decode(config: llama.LlamaConfig, params, prompt_P, prompt_mask_P, *,
                      gen_len: int, block_len: int, mask_id: int, eos_id: int,
-                     threshold: float = 0.95) -> np.ndarray:
-  """Vanilla decoding of one prompt as a plain loop (no cache, no jit): every pass runs the
-  whole sequence so far under the block-causal mask and commits by the rule in numpy. The
-  independent check of :func:`decode` with no strategy."""
+                     threshold: float = 0.95, speculate: bool = False, log: list | None = None
+                     ) -> np.ndarray:
+  """One prompt decoded by a plain loop (no cache, no jit): the independent check of
+  :func:`decode` without reuse and limiting. Every pass runs the whole sequence so far
+  under the block-causal mask (a speculative copy of the block is its own pass) and picks
+  in numpy. ``log``, if given, receives ``(block_start, block_before, copy_kept,
+  block_after)`` per denoising pass after a block's first.
+  """
   a = _common.check_arrays(dict(prompt_P=prompt_P, prompt_mask_P=prompt_mask_P),
                            kinds=dict(prompt_P="int", prompt_mask_P="bool"))
   prompt = np.asarray(a["prompt_P"], np.int32)
@@ -444,24 +448,60 @@ def reference_decode(config: llama.LlamaConfig, params, prompt_P, prompt_mask_P,
   canvas = np.concatenate([prompt, np.full(gen_len, mask_id, np.int32)])
   real = np.concatenate([pmask, np.ones(gen_len, bool)])
   model = llama.Llama(config)
-  for start in range(p, p + gen_len, block_len):
+
+  def vanilla(block, start):
+    """The rule on one copy of the block: (prediction, confidence, committed positions)."""
     end = start + block_len
+    seq = np.concatenate([canvas[:start], block])
     blocks = np.arange(end) // block_len
     allowed = (blocks[None, :] <= blocks[:, None]) & real[None, :end]
-    while (canvas[start:end] == mask_id).any():
-      logits, _ = model.apply(params, canvas[None, :end], positions[None, :end],
-                              allowed[None], method=llama.Llama.extend)
-      z = np.asarray(logits[0, start:end], np.float64)
-      z[:, mask_id] = -np.inf
-      probs = np.exp(z - z.max(-1, keepdims=True))
-      probs /= probs.sum(-1, keepdims=True)
-      x0, conf = probs.argmax(-1), probs.max(-1)
-      masked = canvas[start:end] == mask_id
-      sel = masked & (conf > threshold)
-      if not sel.any():
-        sel = np.zeros_like(masked)
-        sel[np.argmax(np.where(masked, conf, -1.0))] = True
-      canvas[start:end] = np.where(sel, x0, canvas[start:end])
+    logits, _ = model.apply(params, seq[None], positions[None, :end], allowed[None],
+                            method=llama.Llama.extend)
+    z = np.asarray(logits[0, start:end], np.float64)
+    z[:, mask_id] = -np.inf
+    probs = np.exp(z - z.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    x0, conf = probs.argmax(-1), probs.max(-1)
+    masked = block == mask_id
+    sel = masked & (conf > threshold)
+    if not sel.any() and masked.any():
+      sel[np.argmax(np.where(masked, conf, -1.0))] = True
+    return x0, conf, sel
+
+  for start in range(p, p + gen_len, block_len):
+    end = start + block_len
+    block = canvas[start:end].copy()
+    x0, conf, sel = vanilla(block, start)
+    block = np.where(sel, x0, block)
+    while (block == mask_id).any():
+      masked = block == mask_id
+      if not speculate:
+        x0, conf, sel = vanilla(block, start)
+        kept, new = block, np.where(sel, x0, block)
+      else:
+        order = np.argsort(-np.where(masked, conf, -1.0), kind="stable")
+        p1, p2 = order[0], order[1] if masked.sum() >= 2 else None
+        copies = [block.copy() for _ in range(4)]
+        copies[1][p1] = copies[3][p1] = x0[p1]
+        if p2 is not None:
+          copies[2][p2] = copies[3][p2] = x0[p2]
+        runs = [vanilla(cp, start) for cp in copies]
+        y = [np.where(cp == mask_id, r[0], cp) for cp, r in zip(copies, runs)]
+        t = [r[2] for r in runs]
+        acc1 = t[0][p1] and y[0][p1] == y[1][p1]
+        acc2 = p2 is not None and t[0][p2] and y[0][p2] == y[2][p2]
+        acc21 = acc2 and t[2][p1] and y[2][p1] == y[1][p1]
+        acc12 = p2 is not None and t[1][p2] and y[1][p2] == y[2][p2]
+        if (acc1 and acc2) or (acc1 and acc12) or (acc2 and acc21):
+          c = 3
+        else:
+          c = 1 if acc1 else 2 if acc2 else 0
+        x0, conf, sel = runs[c]
+        kept, new = copies[c], np.where(sel, x0, copies[c])
+      if log is not None:
+        log.append((start, block.copy(), kept.copy(), new.copy()))
+      block = new
+    canvas[start:end] = block
     if (canvas[p:end] == eos_id).any():
       break
   return canvas[p:]
