@@ -11,7 +11,7 @@ Public API::
     from reprojax.algorithms import team
     batch = team.training_batch(prompt_NxP, prompt_mask_NxP, target_NxG, key, block_len=4,
                                 mask_id=MASK)
-    loss = team.diffusion_loss(config, params, batch)
+    loss_N = team.diffusion_loss(config, params, batch)  # per row
     gen_NxG, stats = team.decode(config, params, prompt_NxP, prompt_mask_NxP, gen_len=16,
                                  block_len=4, mask_id=MASK, eos_id=EOS,
                                  strategies=("reuse", "limit", "speculate"))

@@ -189,14 +189,15 @@ def training_batch(prompt_NxP, prompt_mask_NxP, target_NxG, key, *, block_len: i
 
 
 def diffusion_loss(config: llama.LlamaConfig, params, batch) -> jax.Array:
-  """Mean cross-entropy of the masked tokens of a :func:`training_batch`."""
+  """Per row ``(N,)``: the mean cross-entropy of its masked tokens in a
+  :func:`training_batch` (average over rows for the batch loss)."""
   ids, positions, allowed, labels, weights = batch
   logits, _ = llama.Llama(config).apply(params, ids, positions, allowed,
                                         method=llama.Llama.extend)
   logp = jax.nn.log_softmax(logits)
   nll = -jnp.take_along_axis(logp, labels[..., None], axis=-1)[..., 0]
   w = weights.astype(jnp.float32)
-  return jnp.sum(nll * w) / jnp.maximum(jnp.sum(w), 1.0)
+  return jnp.sum(nll * w, axis=1) / jnp.maximum(jnp.sum(w, axis=1), 1.0)
 
 
 # ---------------------------------------------------------------------------------- decoding
