@@ -27,6 +27,7 @@ PAPERS: tuple[str, ...] = (
     "flash_grpo",
     "vrpo",
     "suco",
+    "team",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -54,8 +55,10 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # start again.
 # pdr likewise trains its decoder with ``train.fit`` (a rerun restores the trained model;
 # its in-process stop-and-resume test is also in RESUME_TESTS); its evaluation, seconds of
-# host loops, is recomputed.
-CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco")
+# host loops, is recomputed. team trains its MoE diffusion model with ``train.fit`` too (a
+# rerun restores it; its in-process stop-and-resume test is in RESUME_TESTS); its decoding,
+# seconds, is recomputed.
+CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco", "team")
 
 
 def config_path(slug: str, scale: str) -> str:

@@ -37,6 +37,7 @@ from reprojax.experiments import common
 from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments import train
+from reprojax.experiments.team import plots
 from reprojax.models import llama
 from reprojax.models import transformer
 
@@ -83,7 +84,8 @@ def loss_fn(cfg, block_len: int):
   return loss
 
 
-def train_model(config, workdir: str, seed: int, mesh, stop_after: int | None = None):
+def train_model(config, workdir: str, seed: int, mesh, stop_after: int | None = None,
+                checkpoint_every: int | None = None):
   """The seed's model: trained by :func:`reprojax.experiments.train.fit` (checkpointed under
   ``<workdir>/model/seed<seed>``; a rerun restores the last step instead of training)."""
   cfg = model_config(config)
@@ -97,7 +99,8 @@ def train_model(config, workdir: str, seed: int, mesh, stop_after: int | None = 
                     loss_fn=loss_fn(cfg, int(config.block_len)), optimizer=opt,
                     train_arrays=(pr.prompt_NxP, pr.prompt_mask_NxP, pr.target_NxG),
                     batch_size=int(config.batch_size), num_steps=steps, seed=seed,
-                    log_every=100, checkpoint_every=steps, stop_after=stop_after)
+                    log_every=100, checkpoint_every=checkpoint_every or steps,
+                    stop_after=stop_after)
   return jax.device_get(state.params)
 
 
@@ -167,6 +170,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   for k, v in per.items():
     m[k] = float(np.mean(v))
     m[k + "_se"] = float(common.standard_error(v)) if len(v) > 1 else 0.0
+  plots.plot_speedups(workdir, tuple(MODES), m)
   return m
 
 

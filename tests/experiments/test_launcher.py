@@ -124,6 +124,7 @@ RESUME_TESTS = {
     "pdr": "tests/experiments/test_pdr_experiment.py::test_stop_and_resume_is_bit_identical",
     "suco": "tests/experiments/test_suco_experiment.py::"
             "test_tiny_run_scores_every_model_and_a_rerun_restores_the_base",
+    "team": "tests/experiments/test_team_experiment.py::test_stop_and_resume_is_bit_identical",
 }
 
 
