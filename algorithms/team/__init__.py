@@ -11,11 +11,12 @@ Public API::
     from reprojax.algorithms import team
     batch = team.training_batch(prompt_NxP, prompt_mask_NxP, target_NxG, key, block_len=4,
                                 mask_id=MASK)
-    loss_N = team.diffusion_loss(config, params, batch)  # per row
-    gen_NxG, stats = team.decode(config, params, prompt_NxP, prompt_mask_NxP, gen_len=16,
+    model = transformer.moe_lm(config)  # reprojax.models: forward pass and sizes
+    loss_N = team.diffusion_loss(model, params, batch)  # per row
+    gen_NxG, stats = team.decode(model, params, prompt_NxP, prompt_mask_NxP, gen_len=16,
                                  block_len=4, mask_id=MASK, eos_id=EOS,
                                  strategies=("reuse", "limit", "speculate"))
-    modelled = team.cost(config, stats)  # {"bytes", "flops", "passes"}
+    modelled = team.cost(model, stats)  # {"bytes", "flops", "passes"}
 
 References:
   Wei et al., TEAM (ICML 2026), public code PKU-SEC-Lab/TEAM-MoE-dLLM (read, not copied);
@@ -23,6 +24,7 @@ References:
 """
 
 from reprojax.algorithms.team._core import STRATEGIES
+from reprojax.algorithms.team._core import MoeLM
 from reprojax.algorithms.team._core import Stats
 from reprojax.algorithms.team._core import block_causal
 from reprojax.algorithms.team._core import commit_rule
@@ -33,7 +35,7 @@ from reprojax.algorithms.team._core import prompt_positions
 from reprojax.algorithms.team._core import reference_decode
 from reprojax.algorithms.team._core import training_batch
 
-__all__ = ("STRATEGIES", "Stats", "block_causal", "commit_rule", "cost",
+__all__ = ("STRATEGIES", "MoeLM", "Stats", "block_causal", "commit_rule", "cost",
            "decode", "diffusion_loss", "prompt_positions", "reference_decode",
            "training_batch")
 

@@ -35,14 +35,13 @@ SDAR's evaluation decodes), and decoding stops after the block in which
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from reprojax.algorithms import _common
-from reprojax.models import llama
 
 STRATEGIES = ("reuse", "limit", "speculate")
 _BRANCHES = 4  # speculate: the block as is, + first fill, + second fill, + both
@@ -79,6 +78,34 @@ class Stats(NamedTuple):
   speculated: jax.Array
 
 
+class MoeLM(NamedTuple):
+  """What TEAM needs of a mixture-of-experts block-diffusion LM: a pure forward pass and its
+  sizes (``reprojax.models.transformer.moe_lm`` builds one for the suite's transformer).
+
+  ``forward(params, ids_BxT, positions_BxT, allowed_BxTxS, prefix_kv, limited_BxT,
+  reuse_BxT, reuse_out_LxBxTxD)`` returns ``(logits_BxTxV, kv, experts_LxBxTxK,
+  router_logits_LxBxTxE, moe_out_LxBxTxD)``: ``allowed`` covers the prefix's ``P`` cached
+  slots then the call's ``T`` tokens; ``prefix_kv`` (or ``None``) and the returned ``kv`` are
+  per layer ``(k, v)``, ``(B, P or T, n_kv_heads, head_dim)``; the MoE controls are
+  ``None`` or as in ``reprojax.models.llama.MoeMlp`` (reused tokens: output given, experts
+  ``-1``; limited tokens: top-k over the experts the unlimited routed tokens chose).
+  The sizes serve the cache (``n_kv_heads``, ``head_dim``, ``max_len``), the counters
+  (``n_layers``, ``n_experts``, ``top_k``) and :func:`cost` (parameter and FLOP counts).
+  """
+
+  forward: Callable[..., Any]
+  n_layers: int
+  n_experts: int
+  top_k: int
+  n_kv_heads: int
+  head_dim: int
+  max_len: int
+  dense_params: int  # read by every pass: attention, router, norms, embedding
+  expert_params: int  # one expert's weights
+  dense_flops_per_token: float  # 2 x multiply-adds of the dense projections and the logits
+  attention_flops_per_pair: float  # 2 x multiply-adds per (query, key) pair, all layers
+
+
 def _zero_stats():
   return Stats(*(jnp.zeros((), jnp.int32) for _ in Stats._fields))
 
@@ -93,20 +120,20 @@ def check_strategies(strategies: Sequence[str]) -> tuple[str, ...]:
   return tuple(s for s in STRATEGIES if s in strategies)
 
 
-def _check_decode_args(config, prompt_len, gen_len, block_len, threshold, limit_confidence,
+def _check_decode_args(model, prompt_len, gen_len, block_len, threshold, limit_confidence,
                        limit_distance):
-  if not config.n_experts or config.causal:
-    raise ValueError("TEAM decodes a bidirectional mixture-of-experts model "
-                     "(LlamaConfig.causal=False, n_experts > 0)")
+  if not isinstance(model, MoeLM):
+    raise ValueError(f"model must be a team.MoeLM (reprojax.models.transformer.moe_lm), got "
+                     f"{type(model).__name__}")
   if not isinstance(block_len, (int, np.integer)) or block_len < 1:
     raise ValueError(f"block_len must be an int >= 1, got {block_len!r}")
   for name, n in (("prompt length", prompt_len), ("gen_len", gen_len)):
     if n < 1 or n % block_len:
       raise ValueError(f"block_len={block_len} must divide the {name} ({n}): prompts and "
                        "the generation region are whole blocks")
-  if prompt_len + gen_len > config.max_len:
-    raise ValueError(f"prompt + generation = {prompt_len + gen_len} tokens exceeds "
-                     f"config.max_len={config.max_len}")
+  if prompt_len + gen_len > model.max_len:
+    raise ValueError(f"prompt + generation = {prompt_len + gen_len} tokens exceeds the "
+                     f"model's max_len={model.max_len}")
   for name, v in (("threshold", threshold), ("limit_confidence", limit_confidence)):
     if not 0.0 <= float(v) <= 1.0:
       raise ValueError(f"{name} must lie in [0, 1], got {v!r}")
@@ -188,12 +215,11 @@ def training_batch(prompt_NxP, prompt_mask_NxP, target_NxG, key, *, block_len: i
   return ids, positions, allowed, labels, weights
 
 
-def diffusion_loss(config: llama.LlamaConfig, params, batch) -> jax.Array:
+def diffusion_loss(model: MoeLM, params, batch) -> jax.Array:
   """Per row ``(N,)``: the mean cross-entropy of its masked tokens in a
   :func:`training_batch` (average over rows for the batch loss)."""
   ids, positions, allowed, labels, weights = batch
-  logits, _ = llama.Llama(config).apply(params, ids, positions, allowed,
-                                        method=llama.Llama.extend)
+  logits = model.forward(params, ids, positions, allowed, None, None, None, None)[0]
   logp = jax.nn.log_softmax(logits)
   nll = -jnp.take_along_axis(logp, labels[..., None], axis=-1)[..., 0]
   w = weights.astype(jnp.float32)
@@ -215,22 +241,14 @@ def commit_rule(masked_W, conf_W, threshold):
   return jnp.where(jnp.any(above), above, best)
 
 
-def _moe_intermediates(state, n_layers):
-  inter = state["intermediates"]
-  get = lambda name: jnp.stack([inter[f"layers_{i}"]["moe"][name][0][0]  # noqa: E731
-                                for i in range(n_layers)])
-  return get("experts"), get("router_logits"), get("moe_out")
-
-
 def _same_set(a_LxWxK, b_LxWxK):
   return jnp.all(jnp.sort(a_LxWxK, axis=-1) == jnp.sort(b_LxWxK, axis=-1), axis=-1)
 
 
-def _decode_row(config, params, prompt_P, pmask_P, *, gen_len, block_len, threshold,
+def _decode_row(model, params, prompt_P, pmask_P, *, gen_len, block_len, threshold,
                 strategies, limit_distance, limit_confidence, mask_id, eos_id, stop_at_eos):
-  model = llama.Llama(config)
-  p, lb, n_layers = prompt_P.shape[0], block_len, config.n_layers
-  e, k = config.n_experts, config.experts_top_k
+  p, lb, n_layers = prompt_P.shape[0], block_len, model.n_layers
+  e, k = model.n_experts, model.top_k
   s_total = p + gen_len
   positions_S = prompt_positions(pmask_P, gen_len)
   real_S = jnp.concatenate([pmask_P, jnp.ones((gen_len,), bool)])
@@ -249,16 +267,12 @@ def _decode_row(config, params, prompt_P, pmask_P, *, gen_len, block_len, thresh
     own_WxW = copy_W[:, None] == copy_W[None, :]
     allowed = jnp.concatenate([jnp.broadcast_to(prefix_S, (w, s_total)), own_WxW], axis=1)
     prefix = tuple((cache[0][i][None], cache[1][i][None]) for i in range(n_layers))
-    controls = {}
-    if limited_W is not None:
-      controls["limited_BxT"] = limited_W[None]
-    if reuse_W is not None:
-      controls["reuse_BxT"] = reuse_W[None]
-      controls["reuse_out_LxBxTxD"] = reuse_out_LxWxD[:, None]
-    (logits, kv), state = model.apply(params, ids_W[None], pos_W[None], allowed[None], prefix,
-                                      method=llama.Llama.extend, mutable="intermediates",
-                                      **controls)
-    experts_LxWxK, router_LxWxE, moe_out_LxWxD = _moe_intermediates(state, n_layers)
+    logits, kv, experts, router, moe_out = model.forward(
+        params, ids_W[None], pos_W[None], allowed[None], prefix,
+        None if limited_W is None else limited_W[None],
+        None if reuse_W is None else reuse_W[None],
+        None if reuse_W is None else reuse_out_LxWxD[:, None])
+    experts_LxWxK, router_LxWxE, moe_out_LxWxD = experts[:, 0], router[:, 0], moe_out[:, 0]
     routed_LxW = jnp.any(experts_LxWxK >= 0, axis=-1)
     used_LxE = jnp.any(jax.nn.one_hot(experts_LxWxK, e, dtype=bool), axis=(1, 2))
     free_LxWxK = jax.lax.top_k(router_LxWxE, k)[1]
@@ -382,9 +396,9 @@ def _decode_row(config, params, prompt_P, pmask_P, *, gen_len, block_len, thresh
 
   # prefill: the prompt's blocks, block-causally, into the cache
   allowed_PxP = block_causal(block_S[:p], pmask_P)
-  _, kv = model.apply(params, prompt_P[None], positions_S[None, :p], allowed_PxP[None],
-                      method=llama.Llama.extend)
-  kvh = (config.n_kv_heads, config.head_dim)
+  kv = model.forward(params, prompt_P[None], positions_S[None, :p], allowed_PxP[None], None,
+                     None, None, None)[1]
+  kvh = (model.n_kv_heads, model.head_dim)
   zeros = jnp.zeros((n_layers, s_total) + kvh, jnp.float32)
   cache = (zeros.at[:, :p].set(jnp.stack([kv[j][0][0] for j in range(n_layers)])),
            zeros.at[:, :p].set(jnp.stack([kv[j][1][0] for j in range(n_layers)])))
@@ -396,7 +410,7 @@ def _decode_row(config, params, prompt_P, pmask_P, *, gen_len, block_len, thresh
   return canvas[p:], stats
 
 
-def decode(config: llama.LlamaConfig, params, prompt_NxP, prompt_mask_NxP, *, gen_len: int,
+def decode(model: MoeLM, params, prompt_NxP, prompt_mask_NxP, *, gen_len: int,
            block_len: int, mask_id: int, eos_id: int, threshold: float = 0.95,
            strategies: Sequence[str] = (), limit_distance: int = 3,
            limit_confidence: float = 0.7, stop_at_eos: bool = True):
@@ -409,9 +423,9 @@ def decode(config: llama.LlamaConfig, params, prompt_NxP, prompt_mask_NxP, *, ge
   a = _common.check_arrays(dict(prompt_NxP=prompt_NxP, prompt_mask_NxP=prompt_mask_NxP),
                            kinds=dict(prompt_NxP="int", prompt_mask_NxP="bool"))
   prompt, prompt_mask_NxP = jnp.asarray(a["prompt_NxP"], jnp.int32), a["prompt_mask_NxP"]
-  _check_decode_args(config, prompt.shape[1], gen_len, block_len, threshold,
+  _check_decode_args(model, prompt.shape[1], gen_len, block_len, threshold,
                      limit_confidence, limit_distance)
-  return _decode(config, params, prompt, jnp.asarray(prompt_mask_NxP, bool),
+  return _decode(model, params, prompt, jnp.asarray(prompt_mask_NxP, bool),
                  gen_len=int(gen_len), block_len=int(block_len), threshold=float(threshold),
                  strategies=check_strategies(strategies), limit_distance=int(limit_distance),
                  limit_confidence=float(limit_confidence), mask_id=int(mask_id),
@@ -419,17 +433,17 @@ def decode(config: llama.LlamaConfig, params, prompt_NxP, prompt_mask_NxP, *, ge
 
 
 @functools.partial(jax.jit, static_argnames=(
-    "config", "gen_len", "block_len", "threshold", "strategies", "limit_distance",
+    "model", "gen_len", "block_len", "threshold", "strategies", "limit_distance",
     "limit_confidence", "mask_id", "eos_id", "stop_at_eos"))
-def _decode(config, params, prompt_NxP, pmask_NxP, **kw):
+def _decode(model, params, prompt_NxP, pmask_NxP, **kw):
   # One row at a time (batch-one decoding, as SDAR's evaluation runs): under vmap the two
   # data-dependent while loops would run every row to the slowest row's pass count, and
   # XLA:CPU's fusion emitters take minutes to compile the batched form.
-  return jax.lax.map(lambda a: _decode_row(config, params, a[0], a[1], **kw),
+  return jax.lax.map(lambda a: _decode_row(model, params, a[0], a[1], **kw),
                      (prompt_NxP, pmask_NxP))
 
 
-def reference_decode(config: llama.LlamaConfig, params, prompt_P, prompt_mask_P, *,
+def reference_decode(model: MoeLM, params, prompt_P, prompt_mask_P, *,
                      gen_len: int, block_len: int, mask_id: int, eos_id: int,
                      threshold: float = 0.95, speculate: bool = False, log: list | None = None
                      ) -> np.ndarray:
@@ -444,11 +458,10 @@ def reference_decode(config: llama.LlamaConfig, params, prompt_P, prompt_mask_P,
   prompt = np.asarray(a["prompt_P"], np.int32)
   pmask = np.asarray(a["prompt_mask_P"], bool)
   p = len(prompt)
-  _check_decode_args(config, p, gen_len, block_len, threshold, 0.5, 0)
+  _check_decode_args(model, p, gen_len, block_len, threshold, 0.5, 0)
   positions = np.asarray(prompt_positions(pmask, gen_len))
   canvas = np.concatenate([prompt, np.full(gen_len, mask_id, np.int32)])
   real = np.concatenate([pmask, np.ones(gen_len, bool)])
-  model = llama.Llama(config)
 
   def vanilla(block, start):
     """The rule on one copy of the block: (prediction, confidence, committed positions)."""
@@ -456,8 +469,8 @@ def reference_decode(config: llama.LlamaConfig, params, prompt_P, prompt_mask_P,
     seq = np.concatenate([canvas[:start], block])
     blocks = np.arange(end) // block_len
     allowed = (blocks[None, :] <= blocks[:, None]) & real[None, :end]
-    logits, _ = model.apply(params, seq[None], positions[None, :end], allowed[None],
-                            method=llama.Llama.extend)
+    logits = model.forward(params, seq[None], positions[None, :end], allowed[None], None,
+                           None, None, None)[0]
     z = np.asarray(logits[0, start:end], np.float64)
     z[:, mask_id] = -np.inf
     probs = np.exp(z - z.max(-1, keepdims=True))
@@ -511,7 +524,7 @@ def reference_decode(config: llama.LlamaConfig, params, prompt_P, prompt_mask_P,
 # ---------------------------------------------------------------------------------- cost
 
 
-def cost(config: llama.LlamaConfig, stats: Stats, bytes_per_param: int = 4) -> dict:
+def cost(model: MoeLM, stats: Stats, bytes_per_param: int = 4) -> dict:
   """Modelled cost of decoding from :class:`Stats` (summed over rows), two ways.
 
   * ``bytes``: memory-bound (batch-one decoding on an accelerator): every pass reads the
@@ -523,7 +536,8 @@ def cost(config: llama.LlamaConfig, stats: Stats, bytes_per_param: int = 4) -> d
   Time is either divided by a bandwidth or a peak rate; a speed-up is a ratio of two such
   sums and needs neither.
   """
-  c = config
+  if not isinstance(model, MoeLM):
+    raise ValueError(f"model must be a team.MoeLM, got {type(model).__name__}")
   if not isinstance(stats, Stats):
     raise ValueError(f"stats must be a team.Stats, got {type(stats).__name__}")
   named = {f"stats.{k}_N": a for k, a in stats._asdict().items()}  # one length N: the rows
@@ -533,14 +547,11 @@ def cost(config: llama.LlamaConfig, stats: Stats, bytes_per_param: int = 4) -> d
       raise ValueError(f"{name}: counters must be >= 0")
   tot = Stats(*(float(np.sum(np.asarray(a, np.float64))) for a in checked.values()))
   passes = tot.passes + tot.store_passes
-  d, f, e, v, layers = c.d_model, c.d_ff, c.n_experts, c.vocab_size, c.n_layers
-  attn_params = d * c.n_heads * c.head_dim * 2 + d * c.n_kv_heads * c.head_dim * 2
-  dense_params = layers * (attn_params + d * e + 2 * d) + v * d + d
-  expert_params = 3 * d * f
-  kv_per_slot = layers * 2 * c.n_kv_heads * c.head_dim
-  bytes_read = bytes_per_param * (passes * dense_params + tot.expert_loads * expert_params
+  kv_per_slot = model.n_layers * 2 * model.n_kv_heads * model.head_dim
+  bytes_read = bytes_per_param * (passes * model.dense_params
+                                  + tot.expert_loads * model.expert_params
                                   + tot.prefix_slots * kv_per_slot)
-  flops = 2.0 * (tot.tokens * (layers * (attn_params + d * e) + v * d)
-                 + tot.attended * layers * 2 * c.n_heads * c.head_dim
-                 + tot.dispatches * expert_params)
+  flops = (tot.tokens * model.dense_flops_per_token
+           + tot.attended * model.attention_flops_per_pair
+           + tot.dispatches * 2.0 * model.expert_params)
   return {"bytes": bytes_read, "flops": flops, "passes": passes}

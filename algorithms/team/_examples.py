@@ -7,18 +7,57 @@ import jax.numpy as jnp
 
 from reprojax.algorithms._common import Example
 from reprojax.algorithms.team import _core as c
-from reprojax.models import llama
-from reprojax.models import transformer
 
 _HOST = dict(jittable=False, vmappable=False)
 _MASK, _EOS, _V = 2, 1, 12
-_CFG = transformer.decoder_config(_V, d_model=16, n_layers=1, n_heads=2, d_ff=16,
-                                  causal=False, n_experts=4, experts_top_k=2, max_len=32)
+_D, _E, _K = 8, 4, 2
+
+
+def _toy_forward(params, ids, positions, allowed, prefix_kv, limited, reuse, reuse_out):
+  """A one-layer toy MoE LM (one attention head, tanh experts) honouring the MoeLM
+  contract; the real one is ``reprojax.models.transformer.moe_lm`` (models/ sits above
+  algorithms/, so the examples carry their own)."""
+  x = params["embed"][ids] + 0.01 * positions[..., None]
+  q, k, v = x @ params["q"], x @ params["k"], x @ params["v"]
+  keys, values = k, v
+  if prefix_kv is not None:
+    keys = jnp.concatenate([prefix_kv[0][0][:, :, 0], k], axis=1)
+    values = jnp.concatenate([prefix_kv[0][1][:, :, 0], v], axis=1)
+  att = jnp.where(allowed, jnp.einsum("btd,bsd->bts", q, keys), -1e9)
+  h = x + jnp.einsum("bts,bsd->btd", jax.nn.softmax(att, -1), values)
+  router = h @ params["router"]
+  top, experts = jax.lax.top_k(router, _K)
+  routed = jnp.ones(ids.shape, bool) if reuse is None else ~reuse
+  if limited is not None:
+    chosen = jnp.any(jax.nn.one_hot(experts, _E, dtype=bool), -2)
+    ok = jnp.any(chosen & (routed & ~limited)[..., None], axis=1)
+    ok = ok | ~jnp.any(ok, -1, keepdims=True)
+    top, experts = jax.lax.top_k(
+        jnp.where(limited[..., None] & ~ok[:, None], -jnp.inf, router), _K)
+  use = jnp.isfinite(top) & routed[..., None]
+  gates = jnp.where(use, jax.nn.softmax(jnp.where(use, top, -1e9), -1), 0.0)
+  experts = jnp.where(use, experts, -1)
+  outs = jnp.tanh(jnp.einsum("btd,edf->btef", h, params["experts"]))
+  weights = jnp.sum(jax.nn.one_hot(experts, _E) * gates[..., None], -2)
+  moe = jnp.einsum("btef,bte->btf", outs, weights)
+  if reuse is not None:
+    moe = jnp.where(reuse[..., None], reuse_out[0], moe)
+  logits = (h + moe) @ params["out"]
+  return logits, ((k[:, :, None], v[:, :, None]),), experts[None], router[None], moe[None]
+
+
+_MODEL = c.MoeLM(forward=_toy_forward, n_layers=1, n_experts=_E, top_k=_K, n_kv_heads=1,
+                 head_dim=_D, max_len=32, dense_params=3 * _D * _D + 2 * _V * _D + _D * _E,
+                 expert_params=_D * _D, dense_flops_per_token=2.0 * (3 * _D * _D + _V * _D),
+                 attention_flops_per_pair=4.0 * _D)
 
 
 @functools.cache
 def _params():
-  return llama.init(_CFG, jax.random.key(0))
+  ks = jax.random.split(jax.random.key(0), 7)
+  shapes = dict(embed=(_V, _D), q=(_D, _D), k=(_D, _D), v=(_D, _D), router=(_D, _E),
+                experts=(_E, _D, _D), out=(_D, _V))
+  return {n: jax.random.normal(kk, sh) for kk, (n, sh) in zip(ks, shapes.items())}
 
 
 def _prompts(key, n=2, p=8):
@@ -37,7 +76,7 @@ def _train(prompt, mask, target):
 
 
 def _decode(prompt, mask, strategies=c.STRATEGIES):
-  return c.decode(_CFG, _params(), prompt, mask, gen_len=8, block_len=4, mask_id=_MASK,
+  return c.decode(_MODEL, _params(), prompt, mask, gen_len=8, block_len=4, mask_id=_MASK,
                   eos_id=_EOS, threshold=0.3, strategies=strategies, limit_distance=1)
 
 
@@ -59,20 +98,20 @@ EXAMPLES = (
     Example("training_batch", _train, _batch_args, derived_sizes=True,
             bad_args=(jnp.zeros((2, 6), jnp.int32), jnp.ones((2, 6), bool),
                       jnp.zeros((2, 8), jnp.int32))),
-    Example("diffusion_loss", lambda p, m, t: c.diffusion_loss(_CFG, _params(), _train(p, m, t)),
+    Example("diffusion_loss", lambda p, m, t: c.diffusion_loss(_MODEL, _params(), _train(p, m, t)),
             _batch_args, derived_sizes=True,
             bad_args=(jnp.zeros((2, 8), jnp.int32), jnp.ones((2, 8), bool),
-                      jnp.full((2, 8), _V, jnp.int32))),
+                      jnp.zeros((2, 6), jnp.int32))),
     Example("decode_vanilla", lambda p, m: _decode(p, m, ()), _prompts, vmappable=False,
             derived_sizes=True,
             bad_args=(jnp.zeros((2, 6), jnp.int32), jnp.ones((2, 6), bool))),
     Example("decode_team", _decode, _prompts, vmappable=False, derived_sizes=True,
             bad_args=(jnp.zeros((2, 8), jnp.int32), jnp.ones((2, 7), bool))),
     Example("reference_decode", lambda p, m: c.reference_decode(
-        _CFG, _params(), p, m, gen_len=8, block_len=4, mask_id=_MASK, eos_id=_EOS,
+        _MODEL, _params(), p, m, gen_len=8, block_len=4, mask_id=_MASK, eos_id=_EOS,
         threshold=0.3), lambda key: tuple(a[0] for a in _prompts(key)), derived_sizes=True,
             bad_args=(jnp.zeros((6,), jnp.int32), jnp.ones((6,), bool)), **_HOST),
-    Example("cost", lambda s: c.cost(_CFG, s), _stats,
+    Example("cost", lambda s: c.cost(_MODEL, s), _stats,
             bad_args=(c.Stats(*(-jnp.ones((3,), jnp.int32) for _ in c.Stats._fields)),),
             **_HOST),
 )

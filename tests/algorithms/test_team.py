@@ -16,6 +16,7 @@ MASK, EOS = task_data.MASK, task_data.EOS
 CFG = transformer.decoder_config(task_data.VOCAB_SIZE, d_model=32, n_layers=2, n_heads=2,
                                  d_ff=32, causal=False, n_experts=8, experts_top_k=2,
                                  max_len=32)
+MODEL = transformer.moe_lm(CFG)
 KW = dict(gen_len=8, block_len=4, mask_id=MASK, eos_id=EOS, threshold=0.5)
 
 
@@ -49,9 +50,9 @@ def test_vanilla_decoding_equals_the_plain_loop(model):
   """No strategy: the cached, jitted decoder gives the plain loop's tokens, and every pass
   routes every token (one expert set per token and layer, none reused or limited)."""
   params, prompts, masks = model
-  got, stats = team.decode(CFG, params, prompts, masks, **KW)
+  got, stats = team.decode(MODEL, params, prompts, masks, **KW)
   for i in range(len(prompts)):
-    want = team.reference_decode(CFG, params, prompts[i], masks[i], **KW)
+    want = team.reference_decode(MODEL, params, prompts[i], masks[i], **KW)
     np.testing.assert_array_equal(np.asarray(got[i]), want)
   s = jax.tree.map(np.asarray, stats)
   assert np.all(s.routed == CFG.n_layers * s.tokens)
@@ -65,11 +66,11 @@ def test_speculation_equals_its_plain_loop_and_commits_only_vanilla_tokens(model
   give; and every accepted fill is the token the vanilla rule commits there on a copy
   without that fill (the block as it was, or with the other accepted fill)."""
   params, prompts, masks = model
-  got, stats = team.decode(CFG, params, prompts, masks, strategies=("speculate",), **KW)
+  got, stats = team.decode(MODEL, params, prompts, masks, strategies=("speculate",), **KW)
   accepted = 0
   for i in range(len(prompts)):
     log = []
-    want = team.reference_decode(CFG, params, prompts[i], masks[i], speculate=True, log=log,
+    want = team.reference_decode(MODEL, params, prompts[i], masks[i], speculate=True, log=log,
                                  **KW)
     np.testing.assert_array_equal(np.asarray(got[i]), want)
     positions = np.asarray(team.prompt_positions(masks[i], KW["gen_len"]))
@@ -111,7 +112,7 @@ def test_decoding_with_reuse_counts_every_layer_token_once(model):
   """Each (layer, token) of a pass is routed or reused, never both: counted from the
   experts the layers sowed, not inferred from the masks."""
   params, prompts, masks = model
-  _, stats = team.decode(CFG, params, prompts, masks, strategies=("reuse",), **KW)
+  _, stats = team.decode(MODEL, params, prompts, masks, strategies=("reuse",), **KW)
   s = jax.tree.map(np.asarray, stats)
   assert np.all(s.routed + s.reused == CFG.n_layers * s.tokens) and s.reused.sum() > 0
   assert np.all(s.reused_consistent <= s.reused)
@@ -180,9 +181,9 @@ def test_cost_counts_expert_weights_once_per_pass():
   more = one._replace(expert_loads=np.array([3]))
   busy = one._replace(dispatches=np.array([8]))
   expert = 3 * CFG.d_model * CFG.d_ff
-  assert team.cost(CFG, more)["bytes"] - team.cost(CFG, one)["bytes"] == 4 * 3 * expert
-  assert team.cost(CFG, busy)["flops"] - team.cost(CFG, one)["flops"] == 2 * 8 * expert
-  assert team.cost(CFG, more)["flops"] == team.cost(CFG, one)["flops"]
+  assert team.cost(MODEL, more)["bytes"] - team.cost(MODEL, one)["bytes"] == 4 * 3 * expert
+  assert team.cost(MODEL, busy)["flops"] - team.cost(MODEL, one)["flops"] == 2 * 8 * expert
+  assert team.cost(MODEL, more)["flops"] == team.cost(MODEL, one)["flops"]
 
 
 @pytest.mark.parametrize("bad, match", [
@@ -195,4 +196,4 @@ def test_cost_counts_expert_weights_once_per_pass():
 def test_bad_settings_are_refused(model, bad, match):
   params, prompts, masks = model
   with pytest.raises(ValueError, match=match):
-    team.decode(CFG, params, prompts, masks, **{**KW, **bad})
+    team.decode(MODEL, params, prompts, masks, **{**KW, **bad})
