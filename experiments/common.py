@@ -12,7 +12,7 @@ ending of every figure :func:`reprojax.experiments.plotting.save`.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +46,15 @@ def standard_error(x: Any, axis: int | None = None) -> Any:
   x = np.asarray(x)
   n = x.size if axis is None else x.shape[axis]
   return x.std(axis=axis, ddof=1) / np.sqrt(n)
+
+
+def mean_and_se(per: Mapping[str, Sequence[float]]) -> dict[str, float]:
+  """Per-seed values -> ``{name: mean, name_se: standard error}`` (0 for a single seed)."""
+  out = {}
+  for k, v in per.items():
+    out[k] = float(np.mean(v))
+    out[k + "_se"] = float(standard_error(v)) if len(v) > 1 else 0.0
+  return out
 
 
 def fit_loglog(x: Any, y: Any) -> tuple[float, float, float]:

@@ -325,8 +325,10 @@ class MoeMlp(nn.Module):
       top_BxTxK, experts_BxTxK = jax.lax.top_k(
           jnp.where(blocked_BxTxE, -jnp.inf, logits_BxTxE), c.experts_top_k)
     usable_BxTxK = jnp.isfinite(top_BxTxK) & routed_BxT[..., None]
-    gates_BxTxK = jax.nn.softmax(jnp.where(usable_BxTxK, top_BxTxK, -jnp.inf), axis=-1)
-    gates_BxTxK = jnp.where(usable_BxTxK, gates_BxTxK, 0.0)  # reused rows: all -inf, no NaN
+    # a finite fill: a reused row (nothing usable) gets uniform gates, zeroed next, and no
+    # NaN that a gradient through the where could pick up
+    gates_BxTxK = jax.nn.softmax(jnp.where(usable_BxTxK, top_BxTxK, -1e30), axis=-1)
+    gates_BxTxK = jnp.where(usable_BxTxK, gates_BxTxK, 0.0)
     experts_BxTxK = jnp.where(usable_BxTxK, experts_BxTxK, -1)
     weights_BxTxE = jnp.sum(jax.nn.one_hot(experts_BxTxK, e) * gates_BxTxK[..., None], axis=-2)
     self.sow("intermediates", "router_logits", logits_BxTxE)

@@ -51,7 +51,8 @@ class Stats(NamedTuple):
   """Per-row decoding counters, each ``(N,)`` (sums over the row's forward passes; "layer
   tokens" count a token once per MoE layer).
 
-  ``passes``: denoising passes (the cache-writing pass of each block excluded);
+  ``passes``: denoising passes (the cache-writing pass of each block excluded; the
+  prompt's prefill, the same in every mode, is not counted anywhere);
   ``store_passes``: cache-writing passes; ``tokens``: tokens run through the model;
   ``prefix_slots``: cached keys read (per pass, the real slots before the block);
   ``attended``: query-key pairs; ``routed``: layer tokens routed to experts;

@@ -347,10 +347,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         sel = ev.difficulty_Q == lv
         add(f"{name}_acc_L{lv}", correct[sel].mean())
         add(f"{name}_tokens_L{lv}", think[sel].mean())
-  m: dict[str, float] = {"num_seeds": float(config.num_seeds)}
-  for k, v in per.items():
-    m[k] = float(np.mean(v))
-    m[k + "_se"] = float(common.standard_error(v)) if len(v) > 1 else 0.0
+  m: dict[str, float] = {"num_seeds": float(config.num_seeds), **common.mean_and_se(per)}
   for a, b in (("mft", "base"), ("sapo", "base"), ("sapo", "truncated"), ("mft", "truncated"),
                ("mft", "base_more")):
     for q in ("acc", "tokens"):

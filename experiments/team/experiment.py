@@ -166,10 +166,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
       add(f"{name}_rows_changed", changed.mean())
       add(f"{name}_acc_gap", correct.mean() - team_data.correct(outs["vanilla"]["gen"],
                                                                  ev).mean())
-  m: dict[str, float] = {"num_seeds": float(config.num_seeds)}
-  for k, v in per.items():
-    m[k] = float(np.mean(v))
-    m[k + "_se"] = float(common.standard_error(v)) if len(v) > 1 else 0.0
+  m: dict[str, float] = {"num_seeds": float(config.num_seeds), **common.mean_and_se(per)}
   plots.plot_speedups(workdir, tuple(MODES), m)
   return m
 

@@ -12,7 +12,6 @@ import pytest
 from reprojax.data import digits
 from reprojax.experiments import registry
 from reprojax.experiments import sharding
-from reprojax.experiments import train
 from reprojax.experiments.oce import experiment
 
 
@@ -117,7 +116,7 @@ def test_prompt_bank_rows_are_the_encoder_at_the_concept_token():
   assert np.all(np.linalg.eigvalsh(c) > -1e-5)
 
 
-def test_stop_and_resume_is_bit_identical(tmp_path, monkeypatch):
+def test_stop_and_resume_is_bit_identical(tmp_path, one_train_step):
   """The generator's training stopped after a checkpoint and resumed ends bit-identical to an
   uninterrupted run (registry.CHECKPOINTED; the hard kill is the shared loop's, fno's test).
 
@@ -125,10 +124,7 @@ def test_stop_and_resume_is_bit_identical(tmp_path, monkeypatch):
   each ``fit`` call would otherwise compile it anew, 5 s each): what is tested is what
   ``fit`` does around it, the checkpoint, the restore, the batch order and the step keys.
   """
-  steps = {}
-  build = train.make_train_step
-  monkeypatch.setattr(train, "make_train_step",
-                      lambda **kw: steps.setdefault(kw["batch_size"], build(**kw)))
+  del one_train_step
   config = registry.load_config("oce", "tiny")
   config.num_steps, config.checkpoint_every = 12, 4
   mesh = sharding.make_mesh({"data": 1}, devices=jax.devices()[:1])  # compiles fastest

@@ -6,16 +6,13 @@ from reprojax.experiments import registry
 from reprojax.experiments.team import experiment
 
 
-def test_stop_and_resume_is_bit_identical(tmp_path, monkeypatch):
+def test_stop_and_resume_is_bit_identical(tmp_path, one_train_step):
   """The model's training stopped after a checkpoint and resumed ends bit-identical to an
   uninterrupted run (registry.CHECKPOINTED; the hard kill is the shared loop's, fno's test).
   The runs share one compiled step: what is tested is what ``fit`` does around it."""
   import jax  # pylint: disable=g-import-not-at-top
-  from reprojax.experiments import sharding, train  # pylint: disable=g-import-not-at-top
-  steps = {}
-  build = train.make_train_step
-  monkeypatch.setattr(train, "make_train_step",
-                      lambda **kw: steps.setdefault(kw["batch_size"], build(**kw)))
+  from reprojax.experiments import sharding  # pylint: disable=g-import-not-at-top
+  del one_train_step
   config = registry.load_config("team", "tiny")
   with config.unlocked():
     config.train_steps = 8
