@@ -14,6 +14,7 @@ def get_config():
   c.task.prompt_len = 12
   c.task.gen_len = 8
   c.model.d_model = 16
+  c.model.n_layers = 1  # one MoE layer: a third fewer seconds of compiling (11.5-13.9 s -> 8.6 s)
   c.model.n_heads = 2
   c.model.d_ff = 16
   c.model.n_experts = 4
