@@ -180,7 +180,12 @@ def apply_edit(key, images_BxHxWxC, edit: str, strength=None) -> jax.Array:
 
 def augment(key, images_BxHxWxC, edits: tuple[str, ...] = EDITS) -> jax.Array:
   """A random edit of ``edits`` per image (each at a random strength): what a watermark
-  trainer applies between the decoder and the extractor. ``jit``- and ``vmap``-able."""
+  trainer applies between the decoder and the extractor. ``jit``- and ``vmap``-able.
+
+  Where we depart from the public code: it applies two edits in a row, each drawn from 14
+  (flips, crops, resizes, rotations, perspective, median filter, colour jitter, JPEG at
+  quality 40-80, blur), and no Gaussian noise; we draw one edit from the issue's five
+  (JPEG's range and brightness's as there) on small grey images."""
   x = _images("images_BxHxWxC", images_BxHxWxC)
   key = _common.check_key("key", key)
   edits = tuple(edits)
