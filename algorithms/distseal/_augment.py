@@ -193,9 +193,9 @@ def augment(key, images_BxHxWxC, edits: tuple[str, ...] = EDITS) -> jax.Array:
     raise ValueError("edits must name at least one edit")
   for e in edits:
     _common.check_choice("edits", e, EDITS)
-  if x.shape[1] % 8 or x.shape[2] % 8:
-    raise ValueError(f"images_BxHxWxC must have height and width multiples of 8, got "
-                     f"shape {x.shape}")
+  if "jpeg" in edits and (x.shape[1] % 8 or x.shape[2] % 8):
+    raise ValueError(f"images_BxHxWxC must have height and width multiples of 8 (JPEG's "
+                     f"blocks), got shape {x.shape}")
   choose, draw = jax.random.split(key)
   which_B = jax.random.randint(choose, (x.shape[0],), 0, len(edits))
   keys_B = jax.random.split(draw, x.shape[0])

@@ -11,7 +11,6 @@ import pytest
 
 from reprojax.data import digits
 from reprojax.experiments import registry
-from reprojax.experiments import sharding
 from reprojax.experiments.oce import experiment
 
 
@@ -116,23 +115,14 @@ def test_prompt_bank_rows_are_the_encoder_at_the_concept_token():
   assert np.all(np.linalg.eigvalsh(c) > -1e-5)
 
 
-def test_stop_and_resume_is_bit_identical(tmp_path, one_train_step):
+def test_stop_and_resume_is_bit_identical(resumes_bit_identically):
   """The generator's training stopped after a checkpoint and resumed ends bit-identical to an
-  uninterrupted run (registry.CHECKPOINTED; the hard kill is the shared loop's, fno's test).
-
-  The three runs share one compiled train step (the same config gives the same pure step;
-  each ``fit`` call would otherwise compile it anew, 5 s each): what is tested is what
-  ``fit`` does around it, the checkpoint, the restore, the batch order and the step keys.
-  """
-  del one_train_step
+  uninterrupted run (the check is ``conftest.resumes_bit_identically``: the runs share one
+  compiled step, each ``fit`` call would otherwise compile it anew, 5 s each)."""
   config = registry.load_config("oce", "tiny")
   config.num_steps, config.checkpoint_every = 12, 4
-  mesh = sharding.make_mesh({"data": 1}, devices=jax.devices()[:1])  # compiles fastest
   train_split = digits.split(digits.load(), seed=0)[0]
-  _, straight = experiment.train_generator(config, str(tmp_path / "a"), mesh, train_split)
-  _, stopped = experiment.train_generator(config, str(tmp_path / "b"), mesh, train_split,
-                                          stop_after=4)
-  assert sorted(p.name for p in (tmp_path / "b" / "generator" / "checkpoints").iterdir()) == ["4"]
-  _, resumed = experiment.train_generator(config, str(tmp_path / "b"), mesh, train_split)
-  jax.tree.map(np.testing.assert_array_equal, straight, resumed)
-  assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, straight, stopped)))
+  resumes_bit_identically(
+      lambda workdir, mesh, stop_after: experiment.train_generator(
+          config, str(workdir), mesh, train_split, stop_after=stop_after)[1],
+      lambda workdir: workdir / "generator" / "checkpoints")

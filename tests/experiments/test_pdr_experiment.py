@@ -53,23 +53,16 @@ def test_tiny_run_trains_once_and_scores_every_method(tmp_path):
                  "shuffled_control_loses_gain", "rl_moves_frontier", "workspace_bounded"]
 
 
-def test_stop_and_resume_is_bit_identical(tmp_path, one_train_step):
+def test_stop_and_resume_is_bit_identical(resumes_bit_identically):
   """The decoder's training stopped after a checkpoint and resumed ends bit-identical to an
-  uninterrupted run (registry.CHECKPOINTED; the hard kill is the shared loop's, fno's test).
-  The runs share one compiled step: what is tested is what ``fit`` does around it."""
-  import jax  # pylint: disable=g-import-not-at-top
-  from reprojax.experiments import sharding  # pylint: disable=g-import-not-at-top
-  del one_train_step
+  uninterrupted run (the check is ``conftest.resumes_bit_identically``)."""
   config = registry.load_config("pdr", "tiny")
   with config.unlocked():
     config.train_steps, config.checkpoint_every = 12, 4
-  mesh = sharding.make_mesh({"data": 1}, devices=jax.devices()[:1])
-  straight = experiment.train_model(config, mesh, str(tmp_path / "a"), 0)
-  stopped = experiment.train_model(config, mesh, str(tmp_path / "b"), 0, stop_after=4)
-  assert sorted(p.name for p in (tmp_path / "b" / "checkpoints").iterdir()) == ["4"]
-  resumed = experiment.train_model(config, mesh, str(tmp_path / "b"), 0)
-  jax.tree.map(np.testing.assert_array_equal, straight, resumed)
-  assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, straight, stopped)))
+  resumes_bit_identically(
+      lambda workdir, mesh, stop_after: experiment.train_model(
+          config, mesh, str(workdir), 0, stop_after=stop_after),
+      lambda workdir: workdir / "checkpoints")
 
 
 def test_rl_stop_and_resume_is_bit_identical_and_learns_from_rewards(tmp_path):

@@ -1,30 +1,19 @@
 """TEAM's experiment: the training resumes bit-identically, and the claims read the metrics."""
 
-import numpy as np
-
 from reprojax.experiments import registry
 from reprojax.experiments.team import experiment
 
 
-def test_stop_and_resume_is_bit_identical(tmp_path, one_train_step):
+def test_stop_and_resume_is_bit_identical(resumes_bit_identically):
   """The model's training stopped after a checkpoint and resumed ends bit-identical to an
-  uninterrupted run (registry.CHECKPOINTED; the hard kill is the shared loop's, fno's test).
-  The runs share one compiled step: what is tested is what ``fit`` does around it."""
-  import jax  # pylint: disable=g-import-not-at-top
-  from reprojax.experiments import sharding  # pylint: disable=g-import-not-at-top
-  del one_train_step
+  uninterrupted run (the check is ``conftest.resumes_bit_identically``)."""
   config = registry.load_config("team", "tiny")
   with config.unlocked():
     config.train_steps = 8
-  mesh = sharding.make_mesh({"data": 1}, devices=jax.devices()[:1])
-  straight = experiment.train_model(config, str(tmp_path / "a"), 0, mesh)
-  stopped = experiment.train_model(config, str(tmp_path / "b"), 0, mesh, stop_after=4,
-                                   checkpoint_every=4)
-  assert sorted(p.name for p in (tmp_path / "b" / "model" / "seed0" / "checkpoints").iterdir()
-                ) == ["4"]
-  resumed = experiment.train_model(config, str(tmp_path / "b"), 0, mesh)
-  jax.tree.map(np.testing.assert_array_equal, straight, resumed)
-  assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, straight, stopped)))
+  resumes_bit_identically(
+      lambda workdir, mesh, stop_after: experiment.train_model(
+          config, str(workdir), 0, mesh, stop_after=stop_after, checkpoint_every=4),
+      lambda workdir: workdir / "model" / "seed0" / "checkpoints")
 
 
 def test_claims_follow_the_metrics():
