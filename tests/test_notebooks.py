@@ -4,10 +4,20 @@ A notebook is ``experiments/<slug>/<slug>.ipynb``, stored without outputs. Here 
 runs in a fresh Python kernel with ``REPROJAX_NOTEBOOK_SCALE=tiny`` (the notebook's
 default, what a Colab user gets, is ``quick``); a failing cell fails the test with
 the cell's source and error, and the executed notebook must show a figure.
+
+The notebook's run of the experiment is also the paper's tiny run end to end: where
+``tests/experiments/test_<slug>_experiment.py`` defines ``check_tiny_run(config,
+metrics, workdir, again)``, the kernel's ``metrics`` and ``workdir`` are handed to it
+(and, where that module sets ``RERUN = True``, the metrics of a second
+``experiment.run`` in the same folder, made in the kernel, as ``again``), so the
+test suite runs each paper's tiny experiment once, not twice.
 """
 
 import copy
+import importlib.util
+import json
 import os
+import pathlib
 import subprocess
 import sys
 import types
@@ -47,13 +57,43 @@ def _execute(nb, workdir):
   return nb
 
 
+def _tiny_run_checks(slug):
+  """The paper's ``(check_tiny_run, RERUN)`` from its experiment tests, or ``(None, False)``."""
+  path = os.path.join(ROOT, "tests", "experiments", f"test_{slug}_experiment.py")
+  if not os.path.isfile(path):
+    return None, False
+  spec = importlib.util.spec_from_file_location(f"_tiny_run_checks_{slug}", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return getattr(module, "check_tiny_run", None), bool(getattr(module, "RERUN", False))
+
+
+# Appended to the executed copy where the paper has checks: writes the kernel's run.
+_HAND_OVER = """
+import json as _json
+_again = experiment.run(config, workdir) if {rerun} else None
+with open({path!r}, "w") as _f:
+  _json.dump({{"metrics": metrics, "workdir": workdir, "again": _again}}, _f, default=float)
+"""
+
+
 @pytest.mark.parametrize("slug", registry.PAPERS)
 def test_notebook_runs_top_to_bottom_and_shows_a_figure(slug, tmp_path):
   nb = _read(slug)
   for cell in nb.cells:  # stored without outputs, so diffs stay readable
     assert cell.cell_type != "code" or (not cell.outputs and cell.execution_count is None), (
         f"{slug}.ipynb is stored with outputs; clear them (the executed copy is CI's)")
+  check, rerun = _tiny_run_checks(slug)
+  handed = tmp_path / "tiny_run.json"
+  if check is not None:
+    nb.cells.append(nbformat.v4.new_code_cell(_HAND_OVER.format(rerun=rerun, path=str(handed))))
   nb = _execute(nb, tmp_path)
+  if check is not None:
+    with open(handed) as f:
+      run = json.load(f)
+    check(registry.load_config(slug, "tiny"), run["metrics"], pathlib.Path(run["workdir"]),
+          run["again"])
+    nb.cells.pop()  # the figure and checkpoint checks below are the notebook's own
   images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
             if "image/png" in o.get("data", {})]
   assert images, f"{slug}.ipynb shows no figure"

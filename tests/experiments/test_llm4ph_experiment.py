@@ -1,5 +1,5 @@
-"""LLM4PH experiment: the tiny run end to end (no language model), the padded batch of
-graphs, and the claims on hand-made metrics."""
+"""LLM4PH experiment: the checks of the tiny run end to end (the notebook's run, no language
+model), the padded batch of graphs, and the claims on hand-made metrics."""
 
 import os
 
@@ -12,9 +12,10 @@ from reprojax.experiments import sharding
 from reprojax.experiments.llm4ph import experiment
 
 
-def test_tiny_run_checks_the_engine_and_scores_every_baseline(tmp_path):
-  config = registry.load_config("llm4ph", "tiny")
-  m = experiment.run(config, str(tmp_path))
+def check_tiny_run(config, m, workdir, again):
+  """The notebook's tiny run (``tests/test_notebooks.py`` runs it and calls this): the
+  engine checked against gudhi, every baseline scored, the figures and the table."""
+  del again
   assert m["num_instances"] == len(llm4ph.TASKS) * 2
   assert m["engine_gudhi_mismatches"] == 0 and m["engine_h0_jax_mismatches"] == 0
   assert m["engine_graphs"] == len(llm4ph.TASKS) * 2 + 2  # the design task's two graphs
@@ -22,8 +23,8 @@ def test_tiny_run_checks_the_engine_and_scores_every_baseline(tmp_path):
   for name in experiment.BASELINES:
     assert m[f"{name}_parsed"] == 1.0 and f"{name}_ordering_gap" in m
   assert "lm_parsed" not in m  # config.lm = ""
-  assert os.path.isfile(tmp_path / "tasks.png") and os.path.isfile(tmp_path / "levels.png")
-  table = (tmp_path / "accuracy.md").read_text()
+  assert os.path.isfile(workdir / "tasks.png") and os.path.isfile(workdir / "levels.png")
+  table = (workdir / "accuracy.md").read_text()
   assert "### oracle" in table and "| h1_pairs | persistence | 1.00 | 1.00 |" in table
   ids = [c.id for c in experiment.claims(config, m)]
   assert ids == ["engine_equals_gudhi", "oracle_exact", "skeleton_ordering", "random_ordering"]

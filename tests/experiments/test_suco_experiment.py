@@ -1,17 +1,23 @@
-"""SuCo experiment: the tiny run end to end (every model, MSC, truncation at its budget), the
-claims on hand-made metrics, bad config."""
+"""SuCo experiment: the checks of the tiny run end to end (every model, MSC, truncation at
+its budget, the cached base; the notebook's run), the claims on hand-made metrics, bad
+config."""
 
 import os
 
+import numpy as np
 import pytest
 
 from reprojax.experiments import registry
 from reprojax.experiments.suco import experiment
 
 
-def test_tiny_run_scores_every_model_and_a_rerun_restores_the_base(tmp_path):
-  config = registry.load_config("suco", "tiny")
-  m = experiment.run(config, str(tmp_path))
+RERUN = True  # tests/test_notebooks.py reruns the notebook's experiment in its folder
+
+
+def check_tiny_run(config, m, workdir, again):
+  """The notebook's tiny run (``tests/test_notebooks.py`` runs it and calls this): every
+  model scored, MSC within the chains, truncation at its budget, the figure, and a rerun
+  in the same folder (``again``) that restores every seed's base model."""
   assert m["base_restored"] == 0.0
   for name in experiment.METHODS:
     for lv in config.eval_levels:
@@ -22,17 +28,20 @@ def test_tiny_run_scores_every_model_and_a_rerun_restores_the_base(tmp_path):
   for lv in config.train_levels:
     assert 0 <= m[f"msc_steps_L{lv}"] <= 2 * lv + 1  # within the question's chain
     assert 0 <= m[f"msc_agree_L{lv}"] <= 1
-  assert os.path.isfile(tmp_path / "levels.png")
+  assert os.path.isfile(workdir / "levels.png")
   ids = [c.id for c in experiment.claims(config, m)]
   assert ids == ["msc_grows", "mft_shortens", "sapo_shortens", "heldout_holds",
                  "beats_truncation"]
-  # registry.CHECKPOINTED: a rerun in the same folder restores every seed's base model from
-  # its orbax checkpoint and ends with the same metrics, bit for bit
-  again = experiment.run(config, str(tmp_path))
+  # registry.CHECKPOINTED: the rerun restored every seed's base model from its orbax
+  # checkpoint and ended with the same metrics, bit for bit
   assert again.pop("base_restored") == 1.0 and m.pop("base_restored") == 0.0
-  assert again == m
-  # other base settings give another key, so the cached model is not reused; settings the
-  # base does not depend on keep it
+  np.testing.assert_equal(again, m)
+
+
+def test_the_base_models_cache_key():
+  """Other base settings give another key, so the cached model is not reused; settings the
+  base does not depend on keep it."""
+  config = registry.load_config("suco", "tiny")
   key = experiment._base_key(config, 0)  # pylint: disable=protected-access
   with config.unlocked():
     config.sapo_steps += 1

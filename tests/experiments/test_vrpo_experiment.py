@@ -1,5 +1,6 @@
-"""VRPO experiment: the tiny run end to end (value head, arms, floors, figure), the claims
-on hand-made metrics, every arm's update at the quick shapes, bad config."""
+"""VRPO experiment: the checks of the tiny run end to end (the notebook's run: value head,
+arms, floors, figure), the claims on hand-made metrics, every arm's update at the quick
+shapes, bad config."""
 
 import os
 
@@ -11,9 +12,10 @@ from reprojax.experiments import registry
 from reprojax.experiments.vrpo import experiment
 
 
-def test_tiny_run_scores_every_arm_against_the_exact_target(tmp_path):
-  config = registry.load_config("vrpo", "tiny")
-  m = experiment.run(config, str(tmp_path))
+def check_tiny_run(config, m, workdir, again):
+  """The notebook's tiny run (``tests/test_notebooks.py`` runs it and calls this): the value
+  head learns, every arm scored against the exact target, the figure."""
+  del again
   assert m["value_loss"] < m["value_loss_start"]  # the head learns
   for arm in config.arms:
     assert np.isfinite(m[f"eta0_{arm}_mmd"]) and 0 <= m[f"eta0_{arm}_tv"] <= 1
@@ -23,7 +25,7 @@ def test_tiny_run_scores_every_arm_against_the_exact_target(tmp_path):
   for arm in config.arms:
     assert abs(m[f"eta0_{arm}_mmd_curve_0"] - m["eta0_base_mmd"]) < 0.15
   assert m["eta0_target_reward"] > m["eta0_base_reward"]  # the tilt raises the reward
-  assert os.path.isfile(tmp_path / "curves.png")
+  assert os.path.isfile(workdir / "curves.png")
   ids = [c.id for c in experiment.claims(config, m)]
   assert ids == ["vrpo_approaches_target", "dpo_biased", "value_head_matches"]
 
