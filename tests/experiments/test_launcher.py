@@ -122,8 +122,8 @@ KILL_CONFIGS = {"fno": TINY}
 RESUME_TESTS = {
     "oce": "tests/experiments/test_oce_experiment.py::test_stop_and_resume_is_bit_identical",
     "pdr": "tests/experiments/test_pdr_experiment.py::test_stop_and_resume_is_bit_identical",
-    "suco": "tests/experiments/test_suco_experiment.py::"
-            "test_tiny_run_scores_every_model_and_a_rerun_restores_the_base",
+    # the notebook's tiny run, rerun in its folder: every seed's base model restored
+    "suco": "tests/experiments/test_suco_experiment.py::check_tiny_run",
     "team": "tests/experiments/test_team_experiment.py::test_stop_and_resume_is_bit_identical",
 }
 
