@@ -8,8 +8,13 @@ import os
 
 # XLA's CPU fusion emitters (the default) compile slower than the elemental emitters
 # they replace: with them off a sample of the common test took 20 s of CPU instead of
-# 36 s, every test passing either way.
-FAST_COMPILE_FLAGS = "--xla_cpu_use_fusion_emitters=false"
+# 36 s, every test passing either way. Splitting each program's LLVM module for parallel
+# codegen, and the concurrency-optimised scheduler, cost more than they save on small
+# programs with two busy cores: without them two samples of the common test (36 and 99
+# examples) took 34 s and 44 s of CPU instead of 42 s and 50 s.
+FAST_COMPILE_FLAGS = ("--xla_cpu_use_fusion_emitters=false "
+                      "--xla_cpu_parallel_codegen_split_count=1 "
+                      "--xla_cpu_enable_concurrency_optimized_scheduler=false")
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE_FLAGS +
                            " --xla_force_host_platform_device_count=8").strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
