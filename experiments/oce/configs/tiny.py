@@ -1,8 +1,8 @@
 """OCE at tiny scale: the notebook's test run, not a reproduction.
 
-About 30 s of CPU on 2 cores, most of it compiling: a small generator trained
-for 60 steps (it draws blobs, not digits), two strengths per method, a few
-samples, and the timing on SD v1.4's shapes with every width divided by 16. Its
+About 20 s of CPU on 2 cores, most of it compiling: a small generator trained
+for 24 steps (it draws blobs, not digits), two strengths per method, a few
+samples, and the timing on SD v1.4's shapes with every width divided by 32. Its
 figures and claims are noise.
 
     python -m reprojax.experiments.oce.main --config=experiments/oce/configs/tiny.py --workdir=/tmp/oce_tiny
@@ -18,9 +18,9 @@ def get_config():
   c.attn_multiplier = 2
   c.text_width = 16
   c.batch_size = 32
-  c.num_steps = 60
-  c.warmup_steps = 10
-  c.checkpoint_every = 60
+  c.num_steps = 24
+  c.warmup_steps = 4
+  c.checkpoint_every = 24
   c.sample_steps = 4
   c.sample_chunk = 40
   c.classifier_hidden = (32,)
@@ -32,5 +32,5 @@ def get_config():
   c.num_test_seeds = 2
   c.timing_concepts = 10
   c.timing_repeats = 1
-  c.timing_width_divisor = 16
+  c.timing_width_divisor = 32
   return c
