@@ -389,12 +389,14 @@ def _merge(flags: tuple[bool, ...], own: Sequence[Any], shared: Sequence[Any]) -
   return tuple(own.pop(0) if f else shared.pop(0) for f in flags)
 
 
-def _replica_step(loss_fn: ReplicaLossFn, optimizer: optax.GradientTransformation) -> Callable:
+def _replica_step(loss_fn: ReplicaLossFn, optimizer: optax.GradientTransformation,
+                  with_step: bool = False) -> Callable:
   """One replica's optimizer step.
 
   ``(params, opt_state, step_key, t, idx_B, train_arrays, extra) -> (params, opt_state,
   {"loss": (), name: ()})``: the batch is every training array at ``idx_B``, the loss
-  key ``fold_in(step_key, t)``, and ``extra`` is ``()`` or ``(replica_args,)``.
+  key ``fold_in(step_key, t)``, and ``extra`` is ``()`` or ``(replica_args,)``. With
+  ``with_step`` the loss also gets ``t`` (an int32 scalar) after its key.
   """
 
   def step(params, opt_state, step_key, t, idx_B, train_arrays, extra):
@@ -402,7 +404,8 @@ def _replica_step(loss_fn: ReplicaLossFn, optimizer: optax.GradientTransformatio
     (b,) = idx_B.shape
 
     def mean_loss(p):
-      loss_B, aux = loss_fn(p, batch, jax.random.fold_in(step_key, t), *extra)
+      step = (t,) if with_step else ()
+      loss_B, aux = loss_fn(p, batch, jax.random.fold_in(step_key, t), *step, *extra)
       per_example = {"loss": loss_B, **aux}
       for name, v in per_example.items():
         if v.shape != (b,):
@@ -420,7 +423,7 @@ def _replica_step(loss_fn: ReplicaLossFn, optimizer: optax.GradientTransformatio
 
 def make_replica_step(*, mesh: jax.sharding.Mesh, loss_fn: ReplicaLossFn,
                       optimizer: optax.GradientTransformation,
-                      stacked: bool | Sequence[bool] = True) -> Callable:
+                      stacked: bool | Sequence[bool] = True, with_step: bool = False) -> Callable:
   """One optimizer step of R replicas, a sharded program: :func:`make_replica_trainer`'s body.
 
   Returns ``step(params_R, opt_state_R, step_keys_R, t, batch_idx_RxB, train_arrays,
@@ -429,9 +432,9 @@ def make_replica_step(*, mesh: jax.sharding.Mesh, loss_fn: ReplicaLossFn,
   ``step.lower(...)`` on the same arguments (``jax.ShapeDtypeStruct`` allowed). The
   per-replica step is the one :func:`fit_replicas` scans over, ``jax.vmap``-ed by
   :func:`reprojax.experiments.sharding.vmap_sharded` (replicas split over ``data``).
-  ``stacked`` and ``replica_args`` are as for :func:`fit_replicas`.
+  ``stacked``, ``replica_args`` and ``with_step`` are as for :func:`fit_replicas`.
   """
-  one_step = _replica_step(loss_fn, optimizer)
+  one_step = _replica_step(loss_fn, optimizer, with_step)
   programs = {}
 
   def split(params, opt_state, step_keys, t, batch_idx, train_arrays, replica_args=None):
@@ -465,13 +468,14 @@ def make_replica_trainer(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.
                          loss_fn: ReplicaLossFn, optimizer: optax.GradientTransformation,
                          stacked: bool | Sequence[bool] = True,
                          eval_fn: Callable[..., Any] | None = None,
-                         eval_stacked: bool | Sequence[bool] = True) -> Callable:
+                         eval_stacked: bool | Sequence[bool] = True,
+                         with_step: bool = False) -> Callable:
   """The jitted program :func:`fit_replicas` runs, for callers that build the arguments themselves.
 
   One replica's whole run is a pure function of its keys, its minibatch indices
   and its data: ``params = init_params(init_key)``, then a ``lax.scan`` over the T
   rows of ``batch_idx_TxB`` whose step t is one optimizer step on the batch mean of
-  ``loss_fn(params, batch, fold_in(step_key, t)[, replica_args])`` (``batch``:
+  ``loss_fn(params, batch, fold_in(step_key, t)[, t][, replica_args])`` (``batch``:
   every training array at the step's indices; :func:`make_replica_step` is the
   same step on its own), then ``eval_fn(params, eval_arrays[, replica_args])``.
   That function is ``jax.vmap``-ed over replicas by
@@ -490,7 +494,7 @@ def make_replica_trainer(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.
     ``eval_arrays``. ``replica_args`` (optional) is a pytree with leading axis R, for
     per-replica constants such as normalisers or a swept hyperparameter.
   """
-  one_step = _replica_step(loss_fn, optimizer)
+  one_step = _replica_step(loss_fn, optimizer, with_step)
 
   def run(init_key, step_key, idx_TxB, train_own, train_shared, replica_args, eval_own,
           eval_shared, flags):
@@ -542,7 +546,8 @@ def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], 
                  num_examples: Sequence[int] | None = None,
                  stacked: bool | Sequence[bool] = True, replica_args: Any = None,
                  eval_fn: Callable[..., Any] | None = None, eval_arrays: Sequence[Any] = (),
-                 eval_stacked: bool | Sequence[bool] = True) -> ReplicaFit:
+                 eval_stacked: bool | Sequence[bool] = True,
+                 with_step: bool = False) -> ReplicaFit:
   """Trains R seed replicas of one model at once: one compile, no Python loop over replicas.
 
   Replica r starts from ``init_params(init_keys[r])`` and takes ``num_steps``
@@ -580,6 +585,9 @@ def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], 
     eval_fn: optional ``(params, eval_arrays[, replica_args]) -> pytree``, computed
       once after training (test errors, say).
     eval_arrays, eval_stacked: its arrays and which of them are replica-stacked.
+    with_step: when True, ``loss_fn`` is called as ``loss_fn(params, batch, key, t[,
+      replica_args])`` with ``t`` the step number (an int32 scalar from 0), for a
+      schedule inside the loss (a strength or a noise level annealed over training).
 
   Returns:
     A :class:`ReplicaFit` of host arrays cut to the R replicas.
@@ -617,7 +625,7 @@ def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], 
 
   trainer = make_replica_trainer(mesh=mesh, init_params=init_params, loss_fn=loss_fn,
                                  optimizer=optimizer, stacked=stacked, eval_fn=eval_fn,
-                                 eval_stacked=eval_stacked)
+                                 eval_stacked=eval_stacked, with_step=with_step)
   program, flat = trainer.split(init_keys, step_keys, idx_RxTxB, train_arrays, replica_args,
                                 eval_arrays)
   # Place once (replica axis padded on the host and split over 'data', shared arrays

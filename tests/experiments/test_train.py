@@ -180,6 +180,24 @@ def test_fit_replicas_equals_a_python_loop_and_8_devices_equal_1():
                (one.params, one.metrics, one.evals), (eight.params, eight.metrics, eight.evals))
 
 
+def test_fit_replicas_with_step_hands_each_step_number_to_the_loss():
+  """``with_step``: step t's loss gets t after its key (a schedule inside the loss); the
+  problem's loss scaled by a schedule that is 1 at every step trains as without it."""
+  mesh = sharding.make_mesh(devices=jax.devices()[:1])
+  base, _ = _replica_fit(mesh, shared_x=True)
+  _, _, _, _, loss_fn, _ = _replica_problem()
+
+  def scheduled(params, batch, key, t, scale):
+    loss_B, aux = loss_fn(params, batch, key, scale)
+    ones_B = jnp.ones_like(loss_B)
+    return loss_B * (1.0 + 0.0 * t), {**aux, "t": t * ones_B}
+
+  got, _ = _replica_fit(mesh, shared_x=True, loss_fn=scheduled, with_step=True)
+  np.testing.assert_array_equal(got.metrics["t"], np.tile(np.arange(6.0), (_R, 1)))
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6),
+               (base.params, base.metrics["loss"]), (got.params, got.metrics["loss"]))
+
+
 def test_replica_step_is_the_trainers_step():
   """make_replica_step (the every-paper test's step) is one step of make_replica_trainer's loop."""
   mesh = sharding.make_mesh()
