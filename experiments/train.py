@@ -97,7 +97,7 @@ def padded_batch_size(batch_size: int, mesh: jax.sharding.Mesh) -> int:
 
 def make_train_step(*, mesh: jax.sharding.Mesh, loss_fn: LossFn,
                     optimizer: optax.GradientTransformation, batch_size: int,
-                    abstract_state: TrainState) -> Callable:
+                    abstract_state: TrainState, with_step: bool = False) -> Callable:
   """The sharded step :func:`fit` runs: ``step(state, batch, key) -> (state, metrics)``.
 
   ``batch`` is a tuple of host arrays holding ``batch_size`` real examples each.
@@ -108,15 +108,43 @@ def make_train_step(*, mesh: jax.sharding.Mesh, loss_fn: LossFn,
   is sharded by :func:`reprojax.experiments.sharding.state_shardings` and
   donated. ``step.lower(state, batch, key)`` accepts ``jax.ShapeDtypeStruct``
   arguments (batch leaves of ``batch_size`` rows): a paper-scale step is checked
-  to partition without data.
+  to partition without data. With ``with_step`` the loss is called as
+  ``loss_fn(params, batch, key, t)``, ``t`` the number of updates applied so far (an
+  int32 scalar), for a schedule inside the loss.
+
+  The step is memoised on the identities of ``loss_fn`` and ``optimizer`` with the mesh,
+  the batch size and the state's shapes (the last :data:`_STEP_CACHE_SIZE` kept): an
+  experiment that trains several runs of one model (seeds, methods) through :func:`fit`
+  compiles once if it hands the same ``loss_fn`` and ``optimizer`` objects each time.
   """
+  leaves, treedef = jax.tree.flatten(abstract_state)
+  cache_key = (loss_fn, optimizer, batch_size, mesh, with_step, treedef,
+               tuple((tuple(x.shape), str(x.dtype)) for x in leaves))
+  if cache_key in _STEP_CACHE:
+    _STEP_CACHE[cache_key] = _STEP_CACHE.pop(cache_key)  # most recently used last
+    return _STEP_CACHE[cache_key]
+  step = _build_train_step(mesh=mesh, loss_fn=loss_fn, optimizer=optimizer,
+                           batch_size=batch_size, abstract_state=abstract_state,
+                           with_step=with_step)
+  _STEP_CACHE[cache_key] = step
+  while len(_STEP_CACHE) > _STEP_CACHE_SIZE:
+    _STEP_CACHE.pop(next(iter(_STEP_CACHE)))
+  return step
+
+
+_STEP_CACHE: dict = {}
+_STEP_CACHE_SIZE = 16
+
+
+def _build_train_step(*, mesh, loss_fn, optimizer, batch_size, abstract_state, with_step):
+  """:func:`make_train_step`'s step, built (and compiled on first call)."""
   padded = padded_batch_size(batch_size, mesh)
   state_sh = sharding.state_shardings(mesh, abstract_state)
   data_sh = sharding.data_sharding(mesh)
   repl = sharding.replicated(mesh)
 
-  def mean_loss(params, batch, mask_P, key):
-    loss_P, aux = loss_fn(params, batch, key)
+  def mean_loss(params, batch, mask_P, key, t):
+    loss_P, aux = loss_fn(params, batch, key, t) if with_step else loss_fn(params, batch, key)
     per_example = {"loss": loss_P, **aux}
     for name, v in per_example.items():
       if v.shape != (padded,):
@@ -132,7 +160,7 @@ def make_train_step(*, mesh: jax.sharding.Mesh, loss_fn: LossFn,
   def train_step(state: TrainState, batch: Batch, mask_P: jax.Array, key: jax.Array):
     key = jax.random.fold_in(key, state.step)
     (loss, aux), grads = jax.value_and_grad(mean_loss, has_aux=True)(
-        state.params, batch, mask_P, key)
+        state.params, batch, mask_P, key, state.step)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     out = {"loss": loss, **aux, "grad_norm": optax.global_norm(grads)}
@@ -164,18 +192,21 @@ def make_train_step(*, mesh: jax.sharding.Mesh, loss_fn: LossFn,
   return step
 
 
-def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], Any],
+def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], Any] | Any,
         loss_fn: LossFn, optimizer: optax.GradientTransformation, train_arrays: Sequence[np.ndarray],
         batch_size: int, num_steps: int, seed: int, log_every: int = 50,
         checkpoint_every: int = 500, keep_checkpoints: int = 2,
-        stop_after: int | None = None) -> TrainState:
+        stop_after: int | None = None, with_step: bool = False) -> TrainState:
   """Trains and returns the final state (also checkpointed at ``num_steps``).
 
   Args:
     workdir: run folder; checkpoints and ``metrics.jsonl`` go there, and a rerun
       on the same folder resumes from the latest checkpoint.
     mesh: device mesh with a ``data`` axis.
-    init_params: key -> parameters.
+    init_params: key -> parameters; or the initial parameters themselves (a pytree of
+      arrays: a pretrained model to fine-tune), handed to the jitted initialisation as
+      an argument rather than closed over (XLA would fold a closure's arrays in as
+      constants, seconds of compile for a small convnet).
     loss_fn: ``(params, batch, key) -> (loss (B,), {name: (B,)})``, per example;
       the optimised loss and the logged metrics are their means over the batch.
     optimizer: an optax transformation.
@@ -186,6 +217,9 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
     seed: drives initialisation, batch order and step keys.
     stop_after: stop (after checkpointing) once this many steps are done; for
       tests of pre-emption.
+    with_step: call ``loss_fn(params, batch, key, t)`` with ``t`` the step number (an
+      int32 scalar from 0), for a schedule inside the loss (a strength annealed over
+      training); a resumed run sees the same ``t`` as one that never stopped.
   """
   if num_steps < 1:
     raise ValueError(f"num_steps must be >= 1, got {num_steps}")
@@ -200,18 +234,22 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
 
   init_key, step_key = jax.random.split(jax.random.key(seed))
 
-  def init(key):
-    params = init_params(key)
+  given = None if callable(init_params) else init_params
+
+  def init(key_or_params):
+    params = init_params(key_or_params) if given is None else key_or_params
     return TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
 
-  abstract = jax.eval_shape(init, init_key)
+  init_arg = init_key if given is None else given
+  abstract = jax.eval_shape(init, init_arg)
   state_sh = sharding.state_shardings(mesh, abstract)
   padded = padded_batch_size(batch_size, mesh)
   if padded != batch_size:
     logging.info("global batch %d padded to %d for the %d-way 'data' axis (padding masked)",
                  batch_size, padded, mesh.shape[sharding.DATA])
   step_fn = make_train_step(mesh=mesh, loss_fn=loss_fn, optimizer=optimizer,
-                            batch_size=batch_size, abstract_state=abstract)
+                            batch_size=batch_size, abstract_state=abstract,
+                            with_step=with_step)
 
   with _quiet():
     mngr = checkpoint_manager(workdir, keep_checkpoints)
@@ -223,7 +261,7 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
       state = mngr.restore(latest, args=ocp.args.StandardRestore(target))
     logging.info("resumed from %s at step %d", mngr.directory, latest)
   else:
-    state = jax.jit(init, out_shardings=state_sh)(init_key)
+    state = jax.jit(init, out_shardings=state_sh)(init_arg)
   start = int(jax.device_get(state.step))
 
   writer = metrics_lib.MetricWriter(workdir)

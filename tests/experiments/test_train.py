@@ -78,6 +78,37 @@ def test_batch_that_does_not_divide_the_mesh_is_padded_and_masked(tmp_path):
   assert gap > 1e-4
 
 
+def test_fit_from_given_params_with_step_compiles_once(tmp_path):
+  """``init_params`` may be the parameters themselves (fine-tuning), ``with_step`` hands
+  the loss each step number, and a second run with the same loss and optimizer objects
+  reuses the compiled step."""
+  model, loss_fn, arrays = _problem()
+  mesh = sharding.make_mesh(devices=jax.devices()[:1])
+  start = jax.device_get(model.init(jax.random.key(3), arrays[0][:1]))
+  seen = []
+
+  def scaled(params, batch, key, t):  # a schedule: only steps from 5 on move the parameters
+    jax.debug.callback(lambda t_: seen.append(int(t_)), t)
+    loss, aux = loss_fn(params, batch, key)
+    return jnp.where(t >= 5, 1.0, 0.0) * loss, aux
+
+  sgd = optax.sgd(0.3)
+  common = dict(mesh=mesh, loss_fn=scaled, optimizer=sgd, train_arrays=arrays, batch_size=16,
+                seed=0, log_every=3, checkpoint_every=9, with_step=True)
+  frozen = train.fit(workdir=str(tmp_path / "a"), init_params=start, num_steps=5, **common)
+  jax.tree.map(np.testing.assert_array_equal, jax.device_get(frozen.params), start)
+  assert seen == [0, 1, 2, 3, 4]
+  traces = []
+  build = train._build_train_step
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setattr(train, "_build_train_step", lambda **kw: traces.append(1) or build(**kw))
+    moved = train.fit(workdir=str(tmp_path / "b"), init_params=start, num_steps=7, **common)
+  assert not traces  # the step of the first run, reused
+  gap = jax.tree.map(lambda a, b: float(np.abs(np.asarray(a) - b).max()),
+                     jax.device_get(moved.params), start)
+  assert max(jax.tree.leaves(gap)) > 1e-4
+
+
 def test_batches_are_deterministic_epoch_permutations():
   a = [train.batch_indices(0, t, 10, 3) for t in range(6)]
   assert all(np.array_equal(x, y) for x, y in zip(a, [train.batch_indices(0, t, 10, 3)

@@ -1,0 +1,27 @@
+r"""DistSeal at full scale: the claims' config.
+
+    python -m reprojax.experiments.distseal.main --config=experiments/distseal/configs/full.py --workdir=/tmp/distseal_full
+
+Hardware and time: 2 CPU cores, an estimated 40 minutes (not yet run); one GPU, minutes.
+Digits at 32 px (8x8x4 latents), 32-bit messages, five seeds, wider networks and five
+times the quick run's training. The paper's scale (ImageNet at 256-512 px, DC-AE and
+MaskGIT latents, 64 bits, 600k steps on 8 GPUs) is out of reach of this suite.
+"""
+
+from reprojax.experiments.distseal.configs import quick
+
+
+def get_config():
+  c = quick.get_config()
+  c.scale = "full"
+  c.num_seeds = 5
+  c.image_size = 32
+  c.bits = 32
+  c.width = 32
+  c.code_width = 32
+  c.ae_steps = 2000
+  c.wm_steps = 3000
+  c.distill_steps = 1500
+  c.batch_size = 64
+  c.timing_batch = 512
+  return c

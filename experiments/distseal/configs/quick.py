@@ -1,0 +1,48 @@
+r"""DistSeal at quick scale (part of `make reproduce`).
+
+    python -m reprojax.experiments.distseal.main --config=experiments/distseal/configs/quick.py --workdir=/tmp/distseal
+
+Hardware and time: 2 CPU cores, about 90 s. scikit-learn's digits at 16 px, an f4
+autoencoder (4x4x4 latents), 16-bit messages; three seeds, each a latent and a pixel
+watermarker of matched capacity and the decoder distillation of each.
+"""
+
+import ml_collections
+
+
+def get_config() -> ml_collections.ConfigDict:
+  c = ml_collections.ConfigDict()
+  c.scale = "quick"
+  c.seed = 0
+  c.num_seeds = 3
+  c.mesh = ml_collections.ConfigDict({"data": -1})
+  # --- data and autoencoder (the generator's latent space)
+  c.image_size = 16  # digits (8 px) upsampled; a multiple of 8 (JPEG's blocks)
+  c.ae_channels = (16, 32)  # one stride-2 stage each: f4
+  c.latent_channels = 4
+  c.ae_steps = 400
+  # --- watermark networks (latent and pixel embedders share everything but their input)
+  c.bits = 16
+  c.width = 16
+  c.blocks = 2
+  c.code_width = 16
+  c.extractor_channels = (16, 32, 64)
+  # --- post-hoc training
+  c.wm_steps = 600
+  c.batch_size = 32
+  c.learning_rate = 1e-3
+  c.latent_strength = 0.5  # the public code's DC-AE deployment strength
+  c.pixel_strength = 0.05  # about the latent one's PSNR here
+  c.strength_start = 3.0  # the cosine schedule starts at 3x the final strength
+  c.anneal = 0.6  # fraction of training over which the strength anneals
+  c.edit_start = 0.3  # fraction of training before edits are applied
+  # --- decoder distillation
+  c.distill_steps = 300
+  c.distill_learning_rate = 1e-3
+  c.bit_weight = 0.1  # the public code's DC-AE weight of the extractor's BCE
+  # --- evaluation
+  c.strength_grid = (0.25, 0.5, 0.71, 1.0, 1.41, 2.0, 4.0)
+  c.fpr = 1e-3
+  c.timing_batch = 256
+  c.timing_repeats = 21
+  return c

@@ -1,0 +1,24 @@
+"""DistSeal at tiny scale: the notebook's test run, not a reproduction (seconds; noise).
+
+    python -m reprojax.experiments.distseal.main --config=experiments/distseal/configs/tiny.py --workdir=/tmp/distseal_tiny
+"""
+
+from reprojax.experiments.distseal.configs import quick
+
+
+def get_config():
+  c = quick.get_config()
+  c.scale = "tiny"
+  c.num_seeds = 2
+  c.ae_steps = 20
+  c.bits = 8
+  c.width = 8
+  c.code_width = 8
+  c.extractor_channels = (8, 16)
+  c.wm_steps = 20
+  c.distill_steps = 10
+  c.batch_size = 16
+  c.strength_grid = (0.5, 1.0, 2.0)
+  c.timing_batch = 16
+  c.timing_repeats = 3
+  return c
