@@ -1,7 +1,7 @@
 """DistSeal at toy size: latent against pixel watermarking, and both distilled into the decoder.
 
-The run (scikit-learn's digits upsampled to ``image_size`` pixels, grey levels in [0, 1];
-the training fold trains, the validation and test folds evaluate):
+The run (grey images in [0, 1] of ``image_size`` pixels: patches of scikit-learn's two
+photographs, or its digits upsampled; held-out images evaluate):
 
 1. **Autoencoder** (the generator's given latent autoencoder, shared by every seed):
    :class:`reprojax.models.watermark.AutoEncoder` fitted by pixel MSE
@@ -15,8 +15,9 @@ the training fold trains, the validation and test folds evaluate):
    * **pixel watermarker** (the baseline), the same networks but for the input and output
      convolutions, on pixels: ``x_w = clip(x + s_pix E_pix(x, m), 0, 1)``, the same loss;
 
-     the strength of each is annealed by a cosine from ``strength_start`` times its final
-     value over the first ``anneal`` of training (the public code anneals between epochs);
+     the strength of each is annealed by a cosine from ``<method>_strength_start`` times
+     its final value over the first ``anneal`` of training (the public code anneals
+     between epochs, 3x for DC-AE latents and 10x for pixels);
    * **decoder distillation** of each: a fixed message ``m*`` per seed, a copy of ``D``
      fine-tuned so ``D'(z)`` reproduces the teacher's watermarked image (latent:
      ``D(z + s E(z, m*))``; pixel: ``clip(D(z) + s_pix E_pix(D(z), m*))``) with the
@@ -36,9 +37,9 @@ the training fold trains, the validation and test folds evaluate):
 Generator distillation (fine-tuning a latent generator on watermarked latents) is not
 built yet: the issue keeps it open.
 
-Not registered yet (``experiments/registry.py``): at the quick config's 600 steps the
-watermarkers read about 0.6 of the bits (chance 0.5), and 2,000 steps reach about 0.78,
-so neither the 90 s budget nor the claims are met; see issue 23's note.
+Not registered yet (``experiments/registry.py``): the quick config takes about 5 minutes
+on 2 cores (budget: 90 s) and its 1,000 steps leave the watermarkers short of trained
+(bit accuracy about 0.7-0.8); see issue 23's note for the measurements.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ import optax
 
 from reprojax.algorithms import distseal
 from reprojax.data import digits
+from reprojax.data import photos
 from reprojax.experiments import common
 from reprojax.experiments import results
 from reprojax.experiments import sharding
@@ -69,15 +71,19 @@ METHODS = ("latent", "pixel")
 EVAL_EDITS = (("identity", None), ("noise", 0.05), ("shift", (1, 1)), ("blur", 0.8),
               ("brightness", 1.5), ("jpeg", 50.0))
 _POS = (0.5, float("inf"))
-CONFIG_RANGES = {"image_size": _POS, "bits": _POS, "ae_steps": _POS, "wm_steps": _POS,
+CONFIG_RANGES = {"image_size": _POS, "num_train": _POS, "num_eval": _POS, "bits": _POS, "ae_steps": _POS, "wm_steps": _POS,
                  "distill_steps": _POS, "batch_size": _POS, "timing_batch": _POS,
                  "timing_repeats": _POS, "latent_strength": (0.0, float("inf")),
-                 "pixel_strength": (0.0, float("inf")), "strength_start": (1.0, float("inf")),
+                 "pixel_strength": (0.0, float("inf")),
+                 "latent_strength_start": (1.0, float("inf")),
+                 "pixel_strength_start": (1.0, float("inf")),
                  "anneal": (0.0, 1.0), "edit_start": (0.0, 1.0), "fpr": (0.0, 1.0),
                  "bit_weight": (0.0, float("inf"))}
 
 
 def _check_config(config) -> None:
+  if config.dataset not in ("photos", "digits"):
+    raise ValueError(f"config.dataset must be 'photos' or 'digits', got {config.dataset!r}")
   if int(config.image_size) % 8:
     raise ValueError(f"config.image_size must be a multiple of 8 (JPEG's blocks), got "
                      f"{config.image_size}")
@@ -93,10 +99,16 @@ def _check_config(config) -> None:
 
 
 def load_images(config) -> tuple[np.ndarray, np.ndarray]:
-  """(training images, held-out images): the digits folds, grey levels mapped to [0, 1]
-  and resized (bilinear) to ``image_size`` pixels a side, ``(N, S, S, 1)`` float32."""
-  train_fold, val, test = digits.split(digits.load())
+  """(training images, held-out images), ``(N, S, S, 1)`` float32 in [0, 1] with ``S =
+  image_size``: ``dataset = "photos"``, grey patches of scikit-learn's two photographs
+  (:mod:`reprojax.data.photos`, held-out patches from columns never trained on);
+  ``"digits"``, the digits folds (training; validation and test), grey levels mapped to
+  [0, 1] and resized (bilinear)."""
   size = int(config.image_size)
+  if config.dataset == "photos":
+    p = photos.patches(size, int(config.num_train), int(config.num_eval), seed=int(config.seed))
+    return p.train, p.eval
+  train_fold, val, test = digits.split(digits.load())
 
   def prep(imgs):
     x = (imgs + 1.0) / 2.0
@@ -159,12 +171,15 @@ def final_strength(config, method: str) -> float:
 
 
 def strength_at(config, method: str, t, num_steps: int):
-  """The cosine-annealed strength at step ``t``: ``strength_start`` times the final one at
-  ``t = 0``, the final one from ``anneal * num_steps`` on."""
+  """The cosine-annealed strength at step ``t``: ``<method>_strength_start`` times the final
+  one at ``t = 0``, the final one from ``anneal * num_steps`` on (the public code anneals
+  3x for DC-AE latents, 1.5 to 0.5, and 10x for pixels, 0.2 to 0.02)."""
   s = final_strength(config, method)
+  start = float(config.latent_strength_start if method == "latent"
+                else config.pixel_strength_start)
   end = max(1.0, float(config.anneal) * num_steps)
   frac = jnp.minimum(jnp.asarray(t, jnp.float32) / end, 1.0)
-  return s * (1.0 + (float(config.strength_start) - 1.0) * 0.5 * (1.0 + jnp.cos(jnp.pi * frac)))
+  return s * (1.0 + (start - 1.0) * 0.5 * (1.0 + jnp.cos(jnp.pi * frac)))
 
 
 # --------------------------------------------------------------------------- losses
@@ -506,9 +521,12 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   the decoded images at the false-positive rate ``fpr`` with no edit and no embedder;
   ``distilled_latent_beats_pixel`` (paper): the distilled latent decoder's bit accuracy
   after the edits beats the distilled pixel one's by more than 2 s.e. of the paired
-  difference over seeds; ``null_at_chance`` (check): the plain decoder's images, read
-  against the distilled message, give bit accuracies within 0.05 of 1/2 and flag at most
-  ``max(3 fpr, 3 / images)`` of them.
+  difference over seeds; ``null_flags_rarely`` (check): the plain decoder's images (no
+  watermark), read against each seed's distilled message, are flagged at most
+  ``max(3 fpr, 3 / images)`` of the time. Their bit accuracy is reported, not tested: it
+  compares the extractor's reading of clean images with one fixed message per seed, so even
+  a detector without bias gives 1/2 plus a deviation of s.d. ``1 / (2 sqrt(bits))`` per seed
+  (0.125 at 16 bits) when clean images all read alike.
   """
   m = metrics
   n = int(m["num_seeds"])
@@ -553,13 +571,14 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   accs = [m["distill_latent_clean_acc"], m["distill_pixel_clean_acc"]]
   flags = [m["distill_latent_clean_flagged"], m["distill_pixel_clean_flagged"]]
   out.append(results.Claim(
-      id="null_at_chance",
-      statement="images without a watermark read at chance and are rarely flagged",
+      id="null_flags_rarely",
+      statement="images without a watermark are flagged at about the nominal false-positive "
+                "rate",
       paper="(our check of the detector)",
-      ours=(f"bit accuracy {accs[0]:.3f} / {accs[1]:.3f}, flagged {flags[0]:.4f} / "
-            f"{flags[1]:.4f} (latent / pixel extractor; allowed {allowed:.4f})"),
-      holds=bool(all(abs(a - 0.5) <= 0.05 for a in accs) and max(flags) <= allowed),
-      kind="check"))
+      ours=(f"flagged {flags[0]:.4f} / {flags[1]:.4f} of {int(m['eval_images'])} clean images "
+            f"per seed (latent / pixel extractor; allowed {allowed:.4f}); their bit accuracy "
+            f"against the message {accs[0]:.3f} / {accs[1]:.3f}"),
+      holds=bool(max(flags) <= allowed), kind="check"))
   return out
 
 

@@ -18,7 +18,7 @@ def get_config():
   c.image_size = 32
   c.bits = 32
   c.width = 32
-  c.code_width = 32
+  c.code_width = 128
   c.ae_steps = 2000
   c.wm_steps = 3000
   c.distill_steps = 1500
