@@ -371,11 +371,17 @@ def embedder_flops(config, method: str) -> int:
   """Analytic FLOPs of one embedding ``E(v, m)`` (per image; a multiply-add is 2): the
   convolutions at ``v``'s spatial size (:class:`reprojax.models.watermark.Embedder`: the
   input block with its 1x1 skip, ``blocks`` residual blocks on ``width + code_width``
-  channels in, the 1x1 output convolution); activations and the message table omitted."""
+  channels in, the 1x1 output convolution), counting the taps that fall inside the image
+  (a ``k x k`` same-padded convolution over ``n`` positions has ``n k - r (r + 1)`` valid
+  taps per axis, ``r = k // 2``, as XLA counts them); activations and the message table
+  omitted."""
   nets = Nets(config)
   _, h, w, c = nets.input_shape(method)
   width, code = int(config.width), int(config.code_width)
-  conv = lambda k, cin, cout: 2 * h * w * k * k * cin * cout  # noqa: E731
+
+  def conv(k, cin, cout):
+    r = k // 2
+    return 2 * (h * k - r * (r + 1)) * (w * k - r * (r + 1)) * cin * cout
 
   def res(cin):
     return conv(3, cin, width) + conv(3, width, width) + (conv(1, cin, width) if cin != width

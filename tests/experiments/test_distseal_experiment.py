@@ -1,0 +1,96 @@
+"""DistSeal experiment (not registered yet, issue 23): the analytic FLOPs against XLA's
+count, the strength schedule, the matched-PSNR reading, the claims on hand-made metrics,
+bad config. The end-to-end run joins the suite with the paper's notebook."""
+
+import importlib.util
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from reprojax.experiments.distseal import experiment
+
+_CONFIGS = os.path.join(os.path.dirname(experiment.__file__), "configs")
+
+
+def _config(scale):
+  spec = importlib.util.spec_from_file_location(f"_distseal_{scale}",
+                                                os.path.join(_CONFIGS, f"{scale}.py"))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config()
+
+
+@pytest.mark.parametrize("method", experiment.METHODS)
+def test_embedder_flops_are_xlas_convolutions(method):
+  """XLA's count of the jitted embedder adds only the elementwise work (activations, adds,
+  bias) to our analytic convolutions: a count of padded taps would be 40% over it at 4x4."""
+  config = _config("quick")
+  nets = experiment.Nets(config)
+  p = nets.init_watermarker(method, jax.random.key(0))["embedder"]
+  v = jnp.zeros(nets.input_shape(method, 1))
+  m = jnp.zeros((1, config.bits), jnp.int32)
+  cost = jax.jit(nets.embedder.apply).lower(p, v, m).compile().cost_analysis()
+  xla = float((cost[0] if isinstance(cost, list) else cost)["flops"])
+  ours = experiment.embedder_flops(config, method)
+  assert ours <= xla <= 1.06 * ours
+
+
+def test_strength_anneals_from_each_methods_start_to_its_final_value():
+  config = _config("quick")
+  steps = 100
+  for method, start in (("latent", config.latent_strength_start),
+                        ("pixel", config.pixel_strength_start)):
+    final = experiment.final_strength(config, method)
+    s = [float(experiment.strength_at(config, method, t, steps)) for t in (0, 30, 60, 99)]
+    np.testing.assert_allclose(s[0], start * final, rtol=1e-6)
+    np.testing.assert_allclose(s[2:], [final, final], rtol=1e-6)  # anneal = 0.6
+    assert s[0] > s[1] > s[2]
+
+
+def test_matched_accuracy_interpolates_in_psnr():
+  psnr = np.array([40.0, 30.0, 20.0])  # strength grows: PSNR falls, accuracy rises
+  acc = np.array([0.6, 0.8, 0.9])
+  assert experiment.matched_accuracy(psnr, acc, 25.0) == (pytest.approx(0.85), True)
+  assert experiment.matched_accuracy(psnr, acc, 45.0) == (pytest.approx(0.6), False)
+
+
+def _metrics(gap=0.0, gap_se=0.01, tpr=0.95, dgap=0.05, dgap_se=0.01, speedup=10.0):
+  m = {"num_seeds": 3.0, "embed_speedup": speedup, "pixel_embed_s": 0.01,
+       "latent_embed_s": 0.01 / speedup, "flops_ratio": 15.0, "gap_posthoc_edited": gap,
+       "gap_posthoc_edited_se": gap_se, "latent_acc_edited": 0.8,
+       "pixel_matched_acc_edited": 0.8 - gap, "latent_psnr": 30.0,
+       "distill_latent_tpr_identity": tpr, "distill_latent_tpr_jpeg": tpr / 2,
+       "distill_latent_psnr": 29.0, "distill_pixel_psnr": 28.0, "fpr": 1e-3,
+       "gap_distill_edited": dgap, "gap_distill_edited_se": dgap_se,
+       "distill_latent_acc_edited": 0.8, "distill_pixel_acc_edited": 0.8 - dgap,
+       "distill_latent_clean_acc": 0.5, "distill_pixel_clean_acc": 0.45,
+       "distill_latent_clean_flagged": 0.0, "distill_pixel_clean_flagged": 0.002,
+       "eval_images": 600.0}
+  return m
+
+
+def test_claims_on_hand_made_metrics():
+  config = _config("quick")
+  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  assert list(c) == ["latent_embedding_faster", "competitive_robustness", "decoder_distilled",
+                     "distilled_latent_beats_pixel", "null_flags_rarely"]
+  assert all(x.holds for x in c.values())
+  assert c["null_flags_rarely"].kind == "check"
+  assert all(x.kind == "paper" for k, x in c.items() if k != "null_flags_rarely")
+  bad = _metrics(gap=-0.06, tpr=0.85, dgap=0.015, speedup=7.0)
+  bad["distill_pixel_clean_flagged"] = 0.01
+  c = {x.id: x for x in experiment.claims(config, bad)}
+  assert not any(x.holds for x in c.values())  # each just past its threshold
+
+
+def test_bad_config():
+  for field, value, match in (("dataset", "cifar", "dataset"), ("image_size", 20, "multiple"),
+                              ("strength_grid", (0.5, 2.0), "1.0")):
+    config = _config("tiny")
+    with config.unlocked():
+      config[field] = value
+    with pytest.raises(ValueError, match=match):
+      experiment.run(config, "/tmp/unused")
