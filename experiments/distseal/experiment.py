@@ -292,8 +292,16 @@ def _last_metrics(workdir) -> dict[str, float]:
 # --------------------------------------------------------------------------- evaluation
 
 
-def _edited(key, x, edit, strength):
-  return distseal.apply_edit(key, x, edit, strength)
+def _read_after_edits(nets, wm_params, images, messages, key, fpr):
+  """Mean bit accuracy and flag rate (TPR) of ``messages`` read from ``images`` after each
+  edit of :data:`EVAL_EDITS`: ``{"acc_<edit>": (), "tpr_<edit>": ()}``."""
+  out = {}
+  for i, (edit, strength) in enumerate(EVAL_EDITS):
+    edited = distseal.apply_edit(jax.random.fold_in(key, i), images, edit, strength)
+    logits = nets.extract(wm_params, edited)
+    out[f"acc_{edit}"] = jnp.mean(distseal.bit_accuracy(logits, messages))
+    out[f"tpr_{edit}"] = jnp.mean(distseal.detect(logits, messages, fpr)[1])
+  return out
 
 
 @functools.lru_cache(maxsize=None)
@@ -308,11 +316,7 @@ def _eval_program(config_json: str, method: str):
   def at(ae_params, wm_params, x, z, m, ref, mult, key):
     x_w = nets.watermark(method, ae_params, wm_params, x, z, m, mult * final_strength(config, method))
     out = {"psnr": jnp.mean(distseal.psnr(x_w, ref)), "ssim": jnp.mean(distseal.ssim(x_w, ref))}
-    for i, (edit, strength) in enumerate(EVAL_EDITS):
-      logits = nets.extract(wm_params, _edited(jax.random.fold_in(key, i), x_w, edit, strength))
-      out[f"acc_{edit}"] = jnp.mean(distseal.bit_accuracy(logits, m))
-      out[f"tpr_{edit}"] = jnp.mean(distseal.detect(logits, m, fpr)[1])
-    return out
+    return {**out, **_read_after_edits(nets, wm_params, x_w, m, key, fpr)}
 
   def program(ae_params, wm_params, x, z, key):
     m = distseal.random_messages(jax.random.fold_in(key, 99), x.shape[0], int(config.bits))
@@ -340,11 +344,7 @@ def _distilled_program(config_json: str):
     res = {"psnr": jnp.mean(distseal.psnr(out_img, plain)),
            "ssim": jnp.mean(distseal.ssim(out_img, plain)),
            "psnr_teacher": jnp.mean(distseal.psnr(out_img, target))}
-    for i, (edit, strength) in enumerate(EVAL_EDITS):
-      logits = nets.extract(wm_params, _edited(jax.random.fold_in(key, i), out_img, edit,
-                                               strength))
-      res[f"acc_{edit}"] = jnp.mean(distseal.bit_accuracy(logits, m))
-      res[f"tpr_{edit}"] = jnp.mean(distseal.detect(logits, m, fpr)[1])
+    res.update(_read_after_edits(nets, wm_params, out_img, m, key, fpr))
     logits = nets.extract(wm_params, plain)
     res["clean_acc"] = jnp.mean(distseal.bit_accuracy(logits, m))
     res["clean_flagged"] = jnp.mean(distseal.detect(logits, m, fpr)[1])
