@@ -45,6 +45,7 @@ on 2 cores (budget: 90 s) and its 1,000 steps leave the watermarkers short of tr
 from __future__ import annotations
 
 import functools
+import json
 import os
 import time
 from typing import Mapping
@@ -166,6 +167,11 @@ class Nets:
     return self.extractor.apply(wm_params["extractor"], x)
 
 
+def _config(config_json: str) -> ml_collections.ConfigDict:
+  """The config of a cached program (``lru_cache`` keys on its JSON)."""
+  return ml_collections.ConfigDict(json.loads(config_json))
+
+
 def final_strength(config, method: str) -> float:
   return float(config.latent_strength if method == "latent" else config.pixel_strength)
 
@@ -203,7 +209,7 @@ def optimizer(lr: float) -> optax.GradientTransformation:
 
 @functools.lru_cache(maxsize=None)
 def ae_loss_fn(config_json: str):
-  nets = Nets(ml_collections.ConfigDict(__import__("json").loads(config_json)))
+  nets = Nets(_config(config_json))
 
   def loss(params, batch, key):
     del key
@@ -216,7 +222,7 @@ def ae_loss_fn(config_json: str):
 def watermark_loss_fn(config_json: str, method: str):
   """Post-hoc training of ``method``: ``(params, (x, z), key, t) -> (BCE (B,), aux)``, the
   parameters ``{"embedder", "extractor", "frozen": {"ae"}}``."""
-  config = ml_collections.ConfigDict(__import__("json").loads(config_json))
+  config = _config(config_json)
   nets = Nets(config)
   steps, bits = int(config.wm_steps), int(config.bits)
   edit_from = int(float(config.edit_start) * steps)
@@ -245,7 +251,7 @@ def teacher_images(config, nets: Nets, method: str, ae_params, wm_params, z, mes
 
 @functools.lru_cache(maxsize=None)
 def _teacher_program(config_json: str, method: str):
-  config = ml_collections.ConfigDict(__import__("json").loads(config_json))
+  config = _config(config_json)
   return jax.jit(functools.partial(teacher_images, config, Nets(config), method))
 
 
@@ -254,7 +260,7 @@ def distill_loss_fn(config_json: str):
   """Decoder distillation: ``(params, (z, target, m*), key) -> (L1 + w BCE (B,), aux)``, the
   parameters ``{"ae", "frozen": {"watermarker"}}``; only the decoder enters the loss (the
   encoder's gradient is zero, Adam leaves it)."""
-  config = ml_collections.ConfigDict(__import__("json").loads(config_json))
+  config = _config(config_json)
   nets = Nets(config)
   w = float(config.bit_weight)
 
@@ -281,14 +287,6 @@ def _fit(config, mesh, workdir, init, loss, arrays, steps, lr, seed, with_step=F
   return jax.device_get(state.params)
 
 
-def _last_metrics(workdir) -> dict[str, float]:
-  path = os.path.join(workdir, "metrics.jsonl")
-  with open(path) as f:
-    lines = [ln for ln in f if ln.strip()]
-  return {k: float(v) for k, v in __import__("json").loads(lines[-1]).items()
-          if isinstance(v, (int, float))}
-
-
 # --------------------------------------------------------------------------- evaluation
 
 
@@ -308,7 +306,7 @@ def _read_after_edits(nets, wm_params, images, messages, key, fpr):
 def _eval_program(config_json: str, method: str):
   """``(ae_params, wm_params, x, z, key) -> per strength multiplier: PSNR, SSIM, per edit
   bit accuracy and flag rate`` (one jitted function of the held-out set)."""
-  config = ml_collections.ConfigDict(__import__("json").loads(config_json))
+  config = _config(config_json)
   nets = Nets(config)
   grid = jnp.asarray(tuple(config.strength_grid), jnp.float32)
   fpr = float(config.fpr)
@@ -333,7 +331,7 @@ def _distilled_program(config_json: str):
   decoder's images against the plain decode (PSNR, SSIM) and the teacher's (PSNR); bit
   accuracy and flag rate after each edit; the plain decode's bit accuracy and flag rate
   against the same message (no watermark: the false positives)."""
-  config = ml_collections.ConfigDict(__import__("json").loads(config_json))
+  config = _config(config_json)
   nets = Nets(config)
   fpr = float(config.fpr)
 
@@ -441,6 +439,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   per: dict[str, list[float]] = {}
   curves = {k: [] for k in METHODS}
   params_of_last = {}
+  one = int(np.argmin(np.abs(np.asarray(config.strength_grid, np.float64) - 1.0)))  # s x 1
   init_wm = jax.jit(nets.init_watermarker, static_argnums=0)
   for s in range(int(config.num_seeds)):
     seed = seed0 + 1 + s
@@ -454,11 +453,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                 int(config.wm_steps), lr, seed, with_step=True)
       del wm[FROZEN]
       params_of_last[method] = wm
-      per.setdefault(f"{method}_train_bit_acc", []).append(_last_metrics(run_dir)["bit_acc"])
       ev = jax.device_get(_eval_program(cj, method)(ae_params, wm, eval_x, eval_z,
                                                     jax.random.fold_in(key, 1)))
       curves[method].append(ev)
-      one = int(np.argmin(np.abs(np.asarray(config.strength_grid, np.float64) - 1.0)))
       for name, v in ev.items():
         per.setdefault(f"{method}_{name}", []).append(float(v[one]))
       per.setdefault(f"{method}_acc_edited", []).append(
