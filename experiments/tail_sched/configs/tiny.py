@@ -1,6 +1,6 @@
 """tail_sched at tiny scale: the notebook's test run (seconds), not a reproduction.
 
-Synthetic log-normal stand-ins for the two traces (no data needed), 400 requests each,
+Synthetic log-normal stand-ins for the two traces (no data needed), 200 requests each,
 cache-aware preemption only.
 
     python -m reprojax.experiments.tail_sched.main --config=experiments/tail_sched/configs/tiny.py --workdir=/tmp/tail_sched_tiny
@@ -15,7 +15,7 @@ def get_config():
   c = quick.get_config()
   c.scale = "tiny"
   c.synthetic = True
-  c.max_requests = 400
+  c.max_requests = 200
   c.modes = ("cache_aware",)
   c.capacity = ml_collections.ConfigDict({"conv": 128, "code": 128})
   c.gammas = (0.3, 3.0)
