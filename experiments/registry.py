@@ -28,6 +28,7 @@ PAPERS: tuple[str, ...] = (
     "vrpo",
     "suco",
     "team",
+    "distseal",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -57,8 +58,10 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # its in-process stop-and-resume test is also in RESUME_TESTS); its evaluation, seconds of
 # host loops, is recomputed. team trains its MoE diffusion model with ``train.fit`` too (a
 # rerun restores it; its in-process stop-and-resume test is in RESUME_TESTS); its decoding,
-# seconds, is recomputed.
-CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco", "team")
+# seconds, is recomputed. distseal trains its autoencoder and, per seed, two watermarkers
+# and two distilled decoders, each with ``train.fit`` (a rerun restores every one; the
+# notebook's tiny run is rerun in its folder, in RESUME_TESTS); its evaluation is recomputed.
+CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco", "team", "distseal")
 
 
 def config_path(slug: str, scale: str) -> str:

@@ -48,7 +48,7 @@ import functools
 import json
 import os
 import time
-from typing import Mapping
+from typing import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -293,12 +293,14 @@ def _fit(config, mesh, workdir, init, loss, arrays, steps, lr, seed, with_step=F
 def _read_after_edits(nets, wm_params, images, messages, key, fpr):
   """Mean bit accuracy and flag rate (TPR) of ``messages`` read from ``images`` after each
   edit of :data:`EVAL_EDITS`: ``{"acc_<edit>": (), "tpr_<edit>": ()}``."""
+  edited = jnp.concatenate([distseal.apply_edit(jax.random.fold_in(key, i), images, edit, s)
+                            for i, (edit, s) in enumerate(EVAL_EDITS)])
+  # one extractor over every edit's images (one copy of it in the compiled program)
+  logits = nets.extract(wm_params, edited).reshape(len(EVAL_EDITS), *messages.shape)
   out = {}
-  for i, (edit, strength) in enumerate(EVAL_EDITS):
-    edited = distseal.apply_edit(jax.random.fold_in(key, i), images, edit, strength)
-    logits = nets.extract(wm_params, edited)
-    out[f"acc_{edit}"] = jnp.mean(distseal.bit_accuracy(logits, messages))
-    out[f"tpr_{edit}"] = jnp.mean(distseal.detect(logits, messages, fpr)[1])
+  for i, (edit, _) in enumerate(EVAL_EDITS):
+    out[f"acc_{edit}"] = jnp.mean(distseal.bit_accuracy(logits[i], messages))
+    out[f"tpr_{edit}"] = jnp.mean(distseal.detect(logits[i], messages, fpr)[1])
   return out
 
 
@@ -389,10 +391,11 @@ def embedder_flops(config, method: str) -> int:
   return total + conv(1, width, c)
 
 
-def embedding_timing(config, nets: Nets, params: Mapping[str, object], seed: int
-                     ) -> dict[str, float]:
-  """Median wall seconds of one jitted embedding of ``timing_batch`` inputs per method
-  (``v + s E(v, m)``; the pixel one clipped), interleaved repeats."""
+def embedding_calls(config, nets: Nets, params: Mapping[str, object], seed: int
+                    ) -> dict[str, Callable[[], jax.Array]]:
+  """Per method, a call of one jitted embedding of ``timing_batch`` random inputs and messages
+  (``v + s E(v, m)``; the pixel one clipped), compiled and run once; ``params[method]`` holds
+  its ``"embedder"``. Shared by :func:`embedding_timing` and ``make bench``."""
   b = int(config.timing_batch)
   rng = np.random.default_rng(seed)
   fns = {}
@@ -407,6 +410,13 @@ def embedding_timing(config, nets: Nets, params: Mapping[str, object], seed: int
           distseal.embed(v, nets.embedder.apply(p, v, m), s), 0.0, 1.0))
     fns[method] = functools.partial(f, params[method]["embedder"], v, m)
     jax.block_until_ready(fns[method]())
+  return fns
+
+
+def embedding_timing(config, nets: Nets, params: Mapping[str, object], seed: int
+                     ) -> dict[str, float]:
+  """Median wall seconds of :func:`embedding_calls` per method, interleaved repeats."""
+  fns = embedding_calls(config, nets, params, seed)
   times = {k: [] for k in METHODS}
   for _ in range(int(config.timing_repeats)):
     for method in METHODS:
@@ -606,9 +616,11 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
     args = (jax.device_get(nets.init_ae(k1)), jax.device_get(nets.init_watermarker("latent", k2)),
             np.asarray(jax.random.uniform(k3, x_shape)), np.asarray(jax.random.normal(k4, z_shape)))
 
+  loss = watermark_loss_fn(config.to_json(), "latent")
+
   def one(ae_params, wm_params, x, z):
-    loss = watermark_loss_fn(config, nets, "latent", ae_params)
-    return loss(wm_params, (x[None], z[None]), jax.random.key(0), jnp.int32(0))[0][0]
+    params = {**wm_params, FROZEN: {"ae": ae_params}}
+    return loss(params, (x[None], z[None]), jax.random.key(0), jnp.int32(0))[0][0]
 
   return sharding.Step(build=lambda mesh: sharding.vmap_sharded(one, mesh,
                                                                 in_axes=(None, None, 0, 0)),

@@ -30,7 +30,7 @@ def plot_tradeoff(workdir, config, curves, edits):
   ax2.set_xticks(np.arange(len(names)), names, fontsize=7)
   ax2.set(ylabel="bit accuracy at the training strength", ylim=(0.4, 1.01))
   ax2.legend(fontsize=7)
-  fig.suptitle(f"DistSeal on digits at {int(config.image_size)} px, {int(config.bits)} bits, "
+  fig.suptitle(f"DistSeal on {config.dataset} at {int(config.image_size)} px, {int(config.bits)} bits, "
                f"{len(next(iter(curves.values())))} seeds")
   fig.tight_layout()
   plotting.save(fig, workdir, "tradeoff.png")

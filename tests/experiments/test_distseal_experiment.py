@@ -1,8 +1,9 @@
-"""DistSeal experiment (not registered yet, issue 23): the analytic FLOPs against XLA's
-count, the strength schedule, the matched-PSNR reading, the claims on hand-made metrics,
-bad config. The end-to-end run joins the suite with the paper's notebook."""
+"""DistSeal experiment: the analytic FLOPs against XLA's count, the strength schedule, the
+matched-PSNR reading, the claims on hand-made metrics, bad config; and the checks of the
+notebook's tiny run (``check_tiny_run``, called by ``tests/test_notebooks.py``)."""
 
 import importlib.util
+import json
 import os
 
 import jax
@@ -13,6 +14,38 @@ import pytest
 from reprojax.experiments.distseal import experiment
 
 _CONFIGS = os.path.join(os.path.dirname(experiment.__file__), "configs")
+
+
+RERUN = True  # tests/test_notebooks.py reruns the notebook's experiment in its folder
+# wall-clock medians: the only metrics a rerun may change
+_TIMINGS = ("latent_embed_s", "pixel_embed_s", "embed_speedup")
+
+
+def check_tiny_run(config, m, workdir, again):
+  """The notebook's tiny run end to end: every metric in range, the figure, a checkpoint for
+  each of the ``1 + 4 num_seeds`` trainings, and a rerun in the same folder (``again``) that
+  restores every training instead of training again (no step logged twice) and ends with the
+  same metrics, bit for bit, but the embedding times."""
+  for name, v in m.items():
+    assert np.isfinite(v), name
+    if name.endswith(("_acc_identity", "_acc_edited", "_tpr_identity", "_clean_flagged")):
+      assert 0.0 <= v <= 1.0, (name, v)
+  assert m["num_seeds"] == config.num_seeds and m["bits"] == config.bits
+  assert m["flops_ratio"] > 1.0 and m["latent_embed_s"] > 0.0
+  assert os.path.isfile(workdir / "tradeoff.png")
+  runs = sorted(str(p.parent.relative_to(workdir)) for p in workdir.glob("**/checkpoints"))
+  seeds = [f"seed{int(config.seed) + 1 + s}" for s in range(int(config.num_seeds))]
+  assert runs == sorted(["autoencoder"] + [f"{s}/{r}" for s in seeds for r in
+                                           ("latent", "pixel", "distill_latent", "distill_pixel")])
+  for run in runs:
+    with open(workdir / run / "metrics.jsonl") as f:
+      steps = [json.loads(line)["step"] for line in f]
+    assert steps and len(steps) == len(set(steps)), (run, steps)  # the rerun trained nothing
+  assert [c.id for c in experiment.claims(config, m)] == [
+      "latent_embedding_faster", "competitive_robustness", "decoder_distilled",
+      "distilled_latent_beats_pixel", "null_flags_rarely"]
+  np.testing.assert_equal({k: v for k, v in again.items() if k not in _TIMINGS},
+                          {k: v for k, v in m.items() if k not in _TIMINGS})
 
 
 def _config(scale):

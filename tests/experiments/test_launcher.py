@@ -125,6 +125,8 @@ RESUME_TESTS = {
     # the notebook's tiny run, rerun in its folder: every seed's base model restored
     "suco": "tests/experiments/test_suco_experiment.py::check_tiny_run",
     "team": "tests/experiments/test_team_experiment.py::test_stop_and_resume_is_bit_identical",
+    # the notebook's tiny run, rerun in its folder: all nine trainings restored
+    "distseal": "tests/experiments/test_distseal_experiment.py::check_tiny_run",
 }
 
 

@@ -9,14 +9,16 @@ from reprojax.experiments.distseal.configs import quick
 def get_config():
   c = quick.get_config()
   c.scale = "tiny"
-  c.num_seeds = 2
-  c.ae_steps = 20
+  c.num_seeds = 1
+  c.num_train = 256
+  c.num_eval = 64
+  c.ae_steps = 12
   c.bits = 8
   c.width = 8
   c.code_width = 8
   c.extractor_channels = (8, 16)
-  c.wm_steps = 20
-  c.distill_steps = 10
+  c.wm_steps = 12
+  c.distill_steps = 6
   c.batch_size = 16
   c.strength_grid = (0.5, 1.0, 2.0)
   c.timing_batch = 16
