@@ -21,7 +21,7 @@ $(STAMP): setup.cfg setup.py pyproject.toml
 	touch $(STAMP)
 
 # Bytecode is cached (in __pycache__/, ignored by git) even where the environment says
-# PYTHONDONTWRITEBYTECODE: the suite starts about fifty interpreters (workers, launcher
+# PYTHONDONTWRITEBYTECODE: the suite starts dozens of interpreters (workers, launcher
 # subprocesses, notebook kernels), and each compiled our sources again without it (an
 # experiment's imports: 5.1 s against 3.6 s).
 test: $(STAMP)
