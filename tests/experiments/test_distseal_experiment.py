@@ -127,3 +127,13 @@ def test_bad_config():
       config[field] = value
     with pytest.raises(ValueError, match=match):
       experiment.run(config, "/tmp/unused")
+
+
+def test_medium_config_is_quick_trained_longer():
+  """``configs/medium.py`` (not a registered scale) passes the config check and differs from
+  the quick config in its training lengths alone."""
+  from reprojax.experiments import config_check  # pylint: disable=g-import-not-at-top
+  medium, quick = _config("medium"), _config("quick")
+  config_check.validate(medium, config_check.paper_ranges("distseal"), check_mesh=False)
+  differs = {k for k in quick.keys() if medium[k] != quick[k]}
+  assert differs == {"scale", "wm_steps", "distill_steps"}
