@@ -16,7 +16,6 @@ them); the outputs live in different spaces, so they are not compared.
 from __future__ import annotations
 
 import jax
-import numpy as np
 
 from reprojax.experiments import bench
 from reprojax.experiments import registry
@@ -44,7 +43,3 @@ def workloads(full: bool) -> list[bench.Workload]:
            f"({flops['pixel'] / 1e9:.3f} vs {flops['latent'] / 1e9:.3f} GFLOP per call); "
            f"paper: up to 20x faster")]
 
-
-if __name__ == "__main__":
-  for w in workloads(False):
-    print(w.name, np.median([bench.time_interleaved(w.ours, w.peer, 5)["ours_s"]]))

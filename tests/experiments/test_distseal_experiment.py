@@ -2,7 +2,6 @@
 matched-PSNR reading, the claims on hand-made metrics, bad config; and the checks of the
 notebook's tiny run (``check_tiny_run``, called by ``tests/test_notebooks.py``)."""
 
-import importlib.util
 import json
 import os
 
@@ -11,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from reprojax.experiments import config_check
+from reprojax.experiments import registry
 from reprojax.experiments.distseal import experiment
-
-_CONFIGS = os.path.join(os.path.dirname(experiment.__file__), "configs")
+from reprojax.experiments.distseal.configs import medium
 
 
 RERUN = True  # tests/test_notebooks.py reruns the notebook's experiment in its folder
@@ -49,11 +49,7 @@ def check_tiny_run(config, m, workdir, again):
 
 
 def _config(scale):
-  spec = importlib.util.spec_from_file_location(f"_distseal_{scale}",
-                                                os.path.join(_CONFIGS, f"{scale}.py"))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config()
+  return registry.load_config("distseal", scale)
 
 
 @pytest.mark.parametrize("method", experiment.METHODS)
@@ -119,21 +115,20 @@ def test_claims_on_hand_made_metrics():
   assert not any(x.holds for x in c.values())  # each just past its threshold
 
 
-def test_bad_config():
+def test_bad_config(tmp_path):
   for field, value, match in (("dataset", "cifar", "dataset"), ("image_size", 20, "multiple"),
                               ("strength_grid", (0.5, 2.0), "1.0")):
     config = _config("tiny")
     with config.unlocked():
       config[field] = value
     with pytest.raises(ValueError, match=match):
-      experiment.run(config, "/tmp/unused")
+      experiment.run(config, str(tmp_path))
 
 
 def test_medium_config_is_quick_trained_longer():
   """``configs/medium.py`` (not a registered scale) passes the config check and differs from
   the quick config in its training lengths alone."""
-  from reprojax.experiments import config_check  # pylint: disable=g-import-not-at-top
-  medium, quick = _config("medium"), _config("quick")
-  config_check.validate(medium, config_check.paper_ranges("distseal"), check_mesh=False)
-  differs = {k for k in quick.keys() if medium[k] != quick[k]}
+  longer, quick = medium.get_config(), _config("quick")
+  config_check.validate(longer, config_check.paper_ranges("distseal"), check_mesh=False)
+  differs = {k for k in quick.keys() if longer[k] != quick[k]}
   assert differs == {"scale", "wm_steps", "distill_steps"}

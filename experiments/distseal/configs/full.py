@@ -5,8 +5,9 @@ r"""DistSeal at full scale: the claims' config.
 Hardware and time: not run. On 2 CPU cores an estimated 5 hours (the quick run's step
 times, 13.6 ms latent and 35.7 ms pixel, scaled by batch, area and width: about 0.2 s and
 0.9 s a step); one GPU, well under an hour. Photo patches at 32 px (8x8x4 latents), 32-bit
-messages, five seeds, wider embedders and three times the quick run's training. The paper's scale (ImageNet at 256-512 px, DC-AE and
-MaskGIT latents, 64 bits, 600k steps on 8 GPUs) is out of reach of this suite.
+messages, five seeds, wider embedders and three times the quick run's training. The
+paper's scale (ImageNet at 256-512 px, DC-AE and MaskGIT latents, 64 bits, 600k steps on 8
+GPUs) is out of reach of this suite.
 """
 
 from reprojax.experiments.distseal.configs import quick
