@@ -29,6 +29,7 @@ PAPERS: tuple[str, ...] = (
     "suco",
     "team",
     "distseal",
+    "dynadiff",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -61,6 +62,10 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # seconds, is recomputed. distseal trains its autoencoder and, per seed, two watermarkers
 # and two distilled decoders, each with ``train.fit`` (a rerun restores every one; the
 # notebook's tiny run is rerun in its folder, in RESUME_TESTS); its evaluation is recomputed.
+# dynadiff keeps each family's zoo (the offline cost) as an orbax checkpoint under
+# ``<workdir>/zoo/`` (not ``checkpoints/``: a rerun restores it, checked on the notebook's
+# tiny run); its VAE and generator replicas train inside one compiled program each (a
+# minute), which a killed run recomputes.
 CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco", "team", "distseal")
 
 

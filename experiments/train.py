@@ -69,7 +69,7 @@ def batch_indices(seed: int, step: int, n: int, batch_size: int) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def _quiet():
+def quiet():
   """Silences orbax's per-save INFO lines (our own log says what was saved)."""
   level = logging.get_verbosity()
   logging.set_verbosity(logging.WARNING)
@@ -251,13 +251,13 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
                             batch_size=batch_size, abstract_state=abstract,
                             with_step=with_step)
 
-  with _quiet():
+  with quiet():
     mngr = checkpoint_manager(workdir, keep_checkpoints)
     latest = mngr.latest_step()
   if latest is not None:
     target = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
                           abstract, state_sh)
-    with _quiet():
+    with quiet():
       state = mngr.restore(latest, args=ocp.args.StandardRestore(target))
     logging.info("resumed from %s at step %d", mngr.directory, latest)
   else:
@@ -290,7 +290,7 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
       if (t + 1) % checkpoint_every == 0 or t + 1 in (num_steps, last):
         check(*pending)
         pending = None
-        with _quiet():
+        with quiet():
           mngr.save(t + 1, args=ocp.args.StandardSave(state))
         logging.info("checkpoint at step %d", t + 1)
       progress.update(t + 1)
@@ -298,7 +298,7 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
       check(*pending)
     progress.update(last, force=True)
   finally:
-    with _quiet():
+    with quiet():
       mngr.wait_until_finished()
       mngr.close()
   return state

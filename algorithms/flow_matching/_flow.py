@@ -55,6 +55,40 @@ def flow_matching_loss(velocity_fn: VelocityFn, x1_BxD: jax.Array, key: jax.Arra
   return jnp.mean(jnp.square(v - (x1 - x0)), axis=-1)
 
 
+def x1_prediction_loss(denoise_fn: VelocityFn, x1_BxD: jax.Array, key: jax.Array) -> jax.Array:
+  """Per-example flow-matching loss in data prediction ``(B,)``: mean over D of
+  ``(x1_hat(x_t, t) - x1)^2``, ``x0 ~ N(0, I)`` and ``t ~ U(0, 1)`` drawn from ``key``.
+
+  The network ``denoise_fn(x_BxD, t_B)`` predicts the clean sample ``x1`` (DDPM's
+  ``predict_xstart``) instead of the velocity; :func:`velocity_from_x1` turns its
+  prediction into the velocity the sampler integrates. Where the data is (nearly) a
+  function of the condition, as a generated network's weights are of its environment,
+  the target does not depend on ``x_t`` and the network learns a regression, while the
+  velocity target ``x1 - x0`` would have it recover ``x0`` from ``x_t``.
+  """
+  x1 = _common.check_arrays({"x1_BxD": x1_BxD}, batch=("x1_BxD",))["x1_BxD"]
+  key = _common.check_key("key", key)
+  k0, kt = jax.random.split(key)
+  dtype = jax.dtypes.canonicalize_dtype(x1.dtype)
+  x0 = jax.random.normal(k0, x1.shape, dtype)
+  t = jax.random.uniform(kt, x1.shape[:-1], dtype)
+  x1_hat = denoise_fn(interpolate(x0, x1, t), t)
+  return jnp.mean(jnp.square(x1_hat - x1), axis=-1)
+
+
+def velocity_from_x1(x1_hat_BxD: jax.Array, x_BxD: jax.Array, t_B: jax.Array,
+                     min_gap: float = 1e-3) -> jax.Array:
+  """The straight path's velocity from a data prediction: ``(x1_hat - x_t) / (1 - t)``,
+  ``1 - t`` floored at ``min_gap`` (an Euler sampler never evaluates ``t = 1``)."""
+  a = _common.check_arrays({"x1_hat_BxD": x1_hat_BxD, "x_BxD": x_BxD, "t_B": t_B},
+                           batch=("x1_hat_BxD", "x_BxD", "t_B"))
+  if jnp.shape(a["x1_hat_BxD"]) != jnp.shape(a["x_BxD"]):
+    raise ValueError(f"x1_hat_BxD and x_BxD must share one shape, got "
+                     f"{jnp.shape(a['x1_hat_BxD'])} and {jnp.shape(a['x_BxD'])}")
+  gap = jnp.maximum(1.0 - a["t_B"], min_gap)[..., None]
+  return (a["x1_hat_BxD"] - a["x_BxD"]) / gap
+
+
 def guided_velocity(v_cond: jax.Array, v_uncond: jax.Array, scale: jax.Array) -> jax.Array:
   """Classifier-free guidance: ``v_uncond + scale (v_cond - v_uncond)`` (1: no guidance)."""
   a = _common.check_arrays({"v_cond": v_cond, "v_uncond": v_uncond, "scale": scale},

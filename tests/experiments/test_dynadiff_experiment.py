@@ -1,0 +1,129 @@
+"""DynaDiff experiment: the claims on hand-made metrics, bad config, the medium config; and
+the checks of the notebook's tiny run (``check_tiny_run``, called by
+``tests/test_notebooks.py``)."""
+
+import os
+
+import numpy as np
+import pytest
+
+from reprojax.algorithms import dynadiff as dd
+from reprojax.experiments import config_check
+from reprojax.experiments import registry
+from reprojax.experiments.dynadiff import experiment
+from reprojax.experiments.dynadiff.configs import medium
+
+RERUN = True  # tests/test_notebooks.py reruns the notebook's experiment in its folder
+_CLAIMS = ["beats_baselines_inside", "beats_baselines_outside", "beats_nearest_expert",
+           "shuffled_prompt_loses", "attention_helps", "functional_loss_helps",
+           "prompter_helps", "generation_amortises_finetuning", "zoo_experts_fit"]
+
+
+def check_tiny_run(config, m, workdir, again):
+  """The notebook's tiny run end to end: every error in [0, cap], the figure, the zoo kept
+  as a checkpoint, and a rerun in the same folder (``again``) that restores the zoo and
+  ends with the same metrics, bit for bit, but the timings."""
+  for name, v in m.items():
+    assert np.isfinite(v), name
+  for fam in config.families:
+    for region in experiment.REGIONS:
+      for meth in experiment.METHODS:
+        assert 0.0 <= m[f"{fam}_{meth}_{region}"] <= dd.ERROR_CAP
+    assert os.path.isfile(workdir / "zoo" / f"{fam}.json")
+  assert m["num_seeds"] == config.num_seeds
+  assert os.path.isfile(workdir / "errors.png")
+  assert [c.id for c in experiment.claims(config, m)] == _CLAIMS
+  timings = {k for k in m if experiment.is_timing(k)}
+  assert timings and all(m[k] > 0 for k in timings if "match" not in k)
+  np.testing.assert_equal({k: v for k, v in again.items() if k not in timings},
+                          {k: v for k, v in m.items() if k not in timings})
+
+
+def _metrics(fams=("oscillator", "lotka_volterra"), gap=0.02, se=0.005):
+  """Hand-made metrics: DynaDiff at 0.10 everywhere, every other method ``gap`` worse
+  (s.e. of each paired difference ``se``); the zoo's experts beat the base."""
+  m = {"num_seeds": 3.0, "num_families": float(len(fams))}
+  for f in fams:
+    m[f"{f}_zoo_own_err"], m[f"{f}_base_own_err"] = 0.05, 0.5
+    m[f"{f}_generate_s"], m[f"{f}_finetune_step_s"] = 1e-3, 1e-4
+    for r in experiment.REGIONS:
+      for meth in experiment.METHODS:
+        m[f"{f}_{meth}_{r}"] = 0.10 if meth == "dynadiff" else 0.10 + gap
+        m[f"{f}_{meth}_{r}_se"] = 0.01
+      m[f"{f}_best_baseline_{r}"] = float(experiment.BASELINES.index("coda"))
+      m[f"{f}_improvement_{r}"] = 1 - 0.10 / (0.10 + gap)
+      m[f"{f}_steps_to_match_{r}"], m[f"{f}_finetune_match_s_{r}"] = 50.0, 5e-3
+      for other in experiment.BASELINES + ("shuffled", "no_functional", "no_attention",
+                                           "true_params"):
+        m[f"{f}_gap_{other}_{r}"], m[f"{f}_gap_{other}_{r}_se"] = gap, se
+    for other in ("no_functional", "no_attention", "true_params"):
+      m[f"{f}_gap_{other}_pooled"], m[f"{f}_gap_{other}_pooled_se"] = gap, se
+  return m
+
+
+def test_claims_on_hand_made_metrics():
+  config = registry.load_config("dynadiff", "quick")
+  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  assert list(c) == _CLAIMS
+  assert all(x.holds for x in c.values())
+  checks = {"beats_nearest_expert", "shuffled_prompt_loses", "zoo_experts_fit"}
+  assert all(x.kind == ("check" if k in checks else "paper") for k, x in c.items())
+  # each difference just inside 2 s.e. of zero: every comparison fails
+  c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.0069, se=0.005))}
+  assert [k for k, x in c.items() if x.holds] == ["generation_amortises_finetuning",
+                                                  "zoo_experts_fit"]
+  # one family failing fails a claim about every family
+  m = _metrics()
+  m["lotka_volterra_gap_coda_outside"] = -0.01
+  m["lotka_volterra_gap_nearest_inside"] = -0.01
+  c = {x.id: x for x in experiment.claims(config, m)}
+  assert not c["beats_baselines_outside"].holds and c["beats_baselines_inside"].holds
+  assert not c["beats_nearest_expert"].holds
+  m["oscillator_zoo_own_err"] = 0.6
+  assert not {x.id: x for x in experiment.claims(config, m)}["zoo_experts_fit"].holds
+  # fine-tuning that reaches DynaDiff's error faster than generating loses the claim;
+  # fine-tuning that never reaches it keeps it
+  m["oscillator_finetune_match_s_inside"] = 0.9e-3
+  assert not {x.id: x for x in experiment.claims(config, m)}[
+      "generation_amortises_finetuning"].holds
+  m["oscillator_steps_to_match_inside"] = -1.0
+  assert {x.id: x for x in experiment.claims(config, m)}["generation_amortises_finetuning"].holds
+
+
+def test_summary_picks_the_best_baseline_and_pairs_seeds():
+  config = registry.load_config("dynadiff", "tiny")
+  out = {"zoo_own_err": 0.05, "base_own_err": 0.5, "vae_recon": np.zeros((2, 3)),
+         "generate_s": 1e-3, "finetune_step_s": 1e-4, "steps_to_match_inside": 30.0,
+         "steps_to_match_outside": float("inf")}
+  rng = np.random.default_rng(0)
+  for r in experiment.REGIONS:
+    for meth in experiment.METHODS:
+      out[f"{meth}_{r}"] = rng.uniform(0.2, 0.3, 2)
+    out[f"coda_{r}"] = np.array([0.15, 0.16])
+    out[f"dynadiff_{r}"] = np.array([0.10, 0.14])
+  m = experiment.summarise(config, {"oscillator": out})
+  assert experiment.BASELINES[int(m["oscillator_best_baseline_inside"])] == "coda"
+  np.testing.assert_allclose(m["oscillator_gap_coda_inside"], 0.035)
+  np.testing.assert_allclose(m["oscillator_gap_coda_inside_se"], 0.015)  # |0.05 - 0.02| / 2
+  np.testing.assert_allclose(m["oscillator_improvement_inside"], 1 - 0.12 / 0.155)
+  np.testing.assert_allclose(m["oscillator_finetune_match_s_inside"], 3e-3)
+  assert m["oscillator_steps_to_match_outside"] == -1.0
+
+
+def test_bad_config(tmp_path):
+  for field, value, match in (("families", ("pendulum",), "family"),
+                              ("obs_steps", 8, "too short"),
+                              ("generator", "unet", "generator")):
+    config = registry.load_config("dynadiff", "tiny")
+    with config.unlocked():
+      config[field] = value
+    with pytest.raises(ValueError, match=match):
+      experiment.run(config, str(tmp_path))
+
+
+def test_medium_config_is_quick_with_both_families_trained_longer():
+  longer, quick = medium.get_config(), registry.load_config("dynadiff", "quick")
+  config_check.validate(longer, config_check.paper_ranges("dynadiff"), check_mesh=False)
+  differs = {k for k in quick.keys() if longer[k] != quick[k]}
+  assert differs == {"scale", "families", "vae_steps", "vae_batch", "vae_lr", "gen_width",
+                     "gen_steps"}
