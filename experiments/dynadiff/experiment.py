@@ -36,6 +36,11 @@ the normalised error of its autoregressive rollouts from fresh initial states
      the zoo's data with one ``xi`` per zoo environment, then ``xi`` fitted on the
      observed sequence (``adapt_steps``).
 
+6. **Amortisation**: fine-tuning's rollout error every ``curve_every`` steps up to
+   ``curve_steps``, the first count that reaches DynaDiff's error, and the compiled cost
+   per environment of generating an expert against one fine-tuning step (medians of
+   ``timing_repeats`` calls).
+
 Metrics are means over test environments per seed, then mean +- s.e. over seeds; paired
 differences between methods are taken per seed. Departures from the paper (README):
 flow matching (the suite's sampler) in place of DDPM; MLP experts of 2-D ODEs in place of
