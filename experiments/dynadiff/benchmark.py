@@ -9,8 +9,9 @@ decoder, the weight graph back to weights); the peer fine-tunes the base predict
 each environment's observed sequence (full-batch Adam, all environments vmapped) for the
 number of steps fine-tuning needed to reach the generated experts' rollout error in the
 committed quick run (``results/dynadiff/results.json``: the oscillator's new
-environments inside the training range; the config's ``finetune_steps`` when fine-tuning
-never reached it there or the file is missing). Networks are freshly initialised: the
+environments inside the training range, or outside it where fine-tuning never reached
+DynaDiff's error inside; the config's ``finetune_steps`` when it reached it in neither or
+the file is missing). Networks are freshly initialised: the
 time does not depend on the weights, and the two sides' outputs (different weights of
 equal quality by construction of the step count) are not compared entrywise.
 """
@@ -34,14 +35,19 @@ _RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 
 
 def steps_to_match(config) -> tuple[int, str]:
-  """Fine-tuning steps to the generated experts' error, and where the number comes from."""
+  """Fine-tuning steps to the generated experts' error in the committed quick run (the
+  oscillator's new environments inside the training range, else outside it), and where
+  the number comes from."""
   try:
     with open(_RESULTS) as f:
-      k = float(json.load(f)["metrics"]["oscillator_steps_to_match_inside"])
-  except (OSError, KeyError, ValueError):
-    k = -1.0
-  if k > 0:
-    return int(k), "the steps that reached DynaDiff's error in the committed quick run"
+      metrics = json.load(f)["metrics"]
+  except (OSError, ValueError):
+    metrics = {}
+  for region in ("inside", "outside"):
+    k = float(metrics.get(f"oscillator_steps_to_match_{region}", -1.0))
+    if k > 0:
+      return int(k), (f"the steps that reached DynaDiff's error {region} the training range in "
+                      "the committed quick run")
   return int(config.finetune_steps), ("the config's finetune_steps: in the committed quick "
                                       "run fine-tuning never reached DynaDiff's error")
 
