@@ -3,6 +3,8 @@
 * :class:`ExpertMLP`: the one-step predictor ``x_{t+1} = x_t + g(x_t)`` (a tanh MLP), the
   architecture of every model in the zoo; its dense layers in order are what
   :func:`reprojax.algorithms.dynadiff.weight_graph` turns into node features.
+* :func:`fno_layers` / :func:`fno_params`: the suite's FNO as weight-graph layers (a node
+  per channel, its pointwise and spectral weights), for a PDE family's experts.
 * :class:`WeightGraphVAE`: the weight graph's nodes, each projected by its own layer's
   linear map (fan-ins differ between layers), then multi-head self-attention over all
   nodes (the "topological coupling within weights"), then a Gaussian latent per node;
@@ -64,6 +66,36 @@ def expert_params(layers: Sequence[Any]) -> dict[str, Any]:
   """The inverse of :func:`expert_layers`: a parameter tree for ``ExpertMLP.apply``."""
   return {"params": {f"layer_{i}": {"kernel": l["kernel"], "bias": l["bias"]}
                      for i, l in enumerate(layers)}}
+
+
+def fno_layers(params: Any) -> list[dict[str, jax.Array]]:
+  """A :class:`reprojax.models.fno.FNO`'s layers in order, for the weight graph: the lift,
+  each Fourier layer (its pointwise ``kernel`` and ``bias`` and its spectral weights
+  ``spectral_<name>``, ``(modes..., I, O)``: a channel's node holds all of them), the
+  projection's two dense layers. The public DynaDiff code builds its FNO nodes the same
+  way (``fno_graph_construct.py``)."""
+  p = params["params"] if "params" in params else params
+  depth = sum(1 for k in p if k.startswith("pointwise_"))
+  layers = [dict(p["lift"])]
+  for i in range(depth):
+    layer = dict(p[f"pointwise_{i}"])
+    layer.update({f"spectral_{k}": v for k, v in p[f"spectral_{i}"].items()})
+    layers.append(layer)
+  layers += [dict(p["project_hidden"]), dict(p["project_out"])]
+  return layers
+
+
+def fno_params(layers: Sequence[Any]) -> dict[str, Any]:
+  """The inverse of :func:`fno_layers`: a parameter tree for ``FNO.apply``."""
+  depth = len(layers) - 3
+  p = {"lift": dict(layers[0]), "project_hidden": dict(layers[-2]),
+       "project_out": dict(layers[-1])}
+  for i in range(depth):
+    layer = layers[1 + i]
+    p[f"pointwise_{i}"] = {"kernel": layer["kernel"], "bias": layer["bias"]}
+    p[f"spectral_{i}"] = {k[len("spectral_"):]: v for k, v in layer.items()
+                          if k.startswith("spectral_")}
+  return {"params": p}
 
 
 class _Block(nn.Module):

@@ -12,7 +12,8 @@ Public API::
 
     from reprojax.algorithms import dynadiff
     nodes = dynadiff.weight_graph(layers)                  # ((O_l, I_l + 1) per layer)
-    layers = dynadiff.graph_weights(nodes)                 # exact inverse
+    layers = dynadiff.graph_weights(nodes)                 # exact inverse (dense layers)
+    layers = dynadiff.graph_weights(nodes, dynadiff.layer_shapes(layers))  # any layers
     feats_F = dynadiff.dynamics_features(obs_TxD)          # the prompter's input
     loss, aux = dynadiff.vae_loss(recon, target, mu, logvar, f_hat, f_e, beta, lam)
     traj = dynadiff.rollout(step_fn, x0_BxD, num_steps)
@@ -26,6 +27,7 @@ References:
 from reprojax.algorithms.dynadiff._graph import flatten_graph
 from reprojax.algorithms.dynadiff._graph import graph_edges
 from reprojax.algorithms.dynadiff._graph import graph_weights
+from reprojax.algorithms.dynadiff._graph import layer_shapes
 from reprojax.algorithms.dynadiff._graph import permute_hidden
 from reprojax.algorithms.dynadiff._graph import unflatten_graph
 from reprojax.algorithms.dynadiff._graph import weight_graph
@@ -48,7 +50,7 @@ from reprojax.algorithms.dynadiff._prompter import num_features
 __all__ = (
     "ERROR_CAP", "WeightNormalizer", "context_params", "denormalize", "dynamics_features",
     "fit_normalizer", "flatten_graph", "functional_loss", "gaussian_kl", "graph_edges",
-    "graph_weights", "min_length", "nearest_expert", "normalize", "num_features",
+    "graph_weights", "layer_shapes", "min_length", "nearest_expert", "normalize", "num_features",
     "permute_hidden", "rollout", "rollout_error", "unflatten_graph", "vae_loss",
     "weight_graph",
 )

@@ -47,6 +47,13 @@ EXAMPLES = (
             lambda key: (_n(key, 0, _SHAPES[0]), _n(key, 1, _SHAPES[1])),
             bad_args=lambda: (np.ones(_SHAPES[0]), np.ones((_O, _H + 2))),
             free_sizes=(_I + 1,)),
+    Example("layer_shapes", lambda *a: d.layer_shapes(_layers(*a)), _mlp, bad_args=_bad_mlp,
+            **_HOST),
+    Example("graph_weights_template",
+            lambda x0, x1: d.graph_weights((x0, x1), [{"kernel": (_I, _H), "bias": (_H,)},
+                                                       {"kernel": (_H, _O), "bias": (_O,)}]),
+            lambda key: (_n(key, 0, _SHAPES[0]), _n(key, 1, _SHAPES[1])),
+            bad_args=lambda: (np.ones(_SHAPES[0]), np.ones((_O, _H + 2)))),
     Example("graph_edges", d.graph_edges, lambda key: ((_I, _H, _O),), bad_args=((_I,),),
             **_HOST),
     Example("permute_hidden", lambda w0, b0, w1, b1, p: d.permute_hidden(

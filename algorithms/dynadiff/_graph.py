@@ -31,40 +31,82 @@ import numpy as np
 
 from reprojax.algorithms import _common
 
-Layer = Mapping[str, Any]  # {"kernel": (..., I, O), "bias": (..., O)}
+Layer = Mapping[str, Any]  # {"kernel": (..., I, O), "bias": (..., O)[, more (..., *, I, O)]}
 
 
-def _check_layers(layers: Sequence[Layer]) -> list[tuple[Any, Any]]:
+def _order(layer: Layer) -> list[str]:
+  """A layer's arrays in node-feature order: ``kernel`` first, ``bias`` last, others sorted
+  between (a dense layer's node is ``[W[:, k] | b[k]]``)."""
+  rest = sorted(k for k in layer if k not in ("kernel", "bias"))
+  return ["kernel"] + rest + ["bias"]
+
+
+def _check_layers(layers: Sequence[Layer]) -> list[dict[str, Any]]:
+  """Validated layers: every array's last axis is the layer's O outputs; ``bias`` is
+  ``(..., O)`` and fixes the leading (batch) axes; every other array is ``(..., *, I, O)``
+  with the layer's one input width I, the previous layer's O."""
   if not isinstance(layers, (list, tuple)) or not layers:
-    raise ValueError(f"layers must be a non-empty list of {{'kernel', 'bias'}} dicts, got "
+    raise ValueError(f"layers must be a non-empty list of {{'kernel', 'bias', ...}} dicts, got "
                      f"{type(layers).__name__}")
-  out, prev = [], None
+  out, prev, lead0 = [], None, None
   for i, layer in enumerate(layers):
-    if not isinstance(layer, Mapping) or set(layer) != {"kernel", "bias"}:
-      raise ValueError(f"layers[{i}] must be a dict with keys 'kernel' and 'bias', got "
+    if not isinstance(layer, Mapping) or not {"kernel", "bias"} <= set(layer):
+      raise ValueError(f"layers[{i}] must be a dict with keys 'kernel' and 'bias' (and any "
+                       f"(..., *, I, O) arrays), got "
                        f"{sorted(layer) if isinstance(layer, Mapping) else type(layer).__name__}")
-    w = _common.check_array(f"layers[{i}]['kernel']", layer["kernel"])
-    b = _common.check_array(f"layers[{i}]['bias']", layer["bias"])
-    if np.ndim(w) < 2 or np.shape(b) != np.shape(w)[:-2] + np.shape(w)[-1:]:
-      raise ValueError(f"layers[{i}]: kernel must be (..., I, O) and bias (..., O), got "
-                       f"{np.shape(w)} and {np.shape(b)}")
-    if prev is not None and np.shape(w)[-2] != prev:
-      raise ValueError(f"layers[{i}]['kernel'] takes {np.shape(w)[-2]} inputs but layer "
-                       f"{i - 1} has {prev} outputs")
-    prev = np.shape(w)[-1]
-    if out and np.shape(w)[:-2] != np.shape(out[0][0])[:-2]:
-      raise ValueError(f"layers[{i}]['kernel'] has leading axes {np.shape(w)[:-2]}, layer 0 "
-                       f"{np.shape(out[0][0])[:-2]}: every layer must share them")
-    out.append((w, b))
+    arrays = {k: _common.check_array(f"layers[{i}][{k!r}]", layer[k]) for k in _order(layer)}
+    b = arrays["bias"]
+    lead = np.shape(b)[:-1]
+    if np.ndim(b) < 1:
+      raise ValueError(f"layers[{i}]['bias'] must be (..., O), got shape {np.shape(b)}")
+    o, fan_in = np.shape(b)[-1], None
+    for k, a in arrays.items():
+      if k == "bias":
+        continue
+      own = np.shape(a)[len(lead):]
+      if (np.shape(a)[:len(lead)] != lead or len(own) < 2 or own[-1] != o
+          or (k == "kernel" and len(own) != 2)):
+        raise ValueError(f"layers[{i}]: {k!r} must be (..., {'' if k == 'kernel' else '*, '}I, O) "
+                         f"with the bias's leading axes {lead} and O = {o}, got {np.shape(a)}")
+      if fan_in is not None and own[-2] != fan_in:
+        raise ValueError(f"layers[{i}]: {k!r} takes {own[-2]} inputs, 'kernel' {fan_in}")
+      fan_in = own[-2]
+    if prev is not None and fan_in != prev:
+      raise ValueError(f"layers[{i}]['kernel'] takes {fan_in} inputs but layer {i - 1} has "
+                       f"{prev} outputs")
+    if lead0 is not None and lead != lead0:
+      raise ValueError(f"layers[{i}]['kernel'] has leading axes {lead}, layer 0 {lead0}: every "
+                       "layer must share them")
+    lead0 = lead if lead0 is None else lead0
+    prev = o
+    out.append(arrays)
   return out
 
 
+def layer_shapes(layers: Sequence[Layer]) -> list[dict[str, tuple[int, ...]]]:
+  """Each layer's arrays' shapes without the leading (batch) axes: the template
+  :func:`graph_weights` needs to invert a graph of layers that are not plain dense ones."""
+  checked = _check_layers(layers)
+  lead = len(np.shape(checked[0]["bias"])) - 1
+  return [{k: tuple(np.shape(a)[lead:]) for k, a in layer.items()} for layer in checked]
+
+
 def weight_graph(layers: Sequence[Layer]) -> tuple[jax.Array, ...]:
-  """The node features ``(X_1, ..., X_L)``, ``X_l`` of shape ``(..., O_l, I_l + 1)``:
-  row ``k`` is neuron ``k``'s incoming weights ``W_l[:, k]`` then its bias. Leading
-  axes (a batch of networks) are kept."""
-  return tuple(jnp.concatenate([jnp.swapaxes(w, -1, -2), b[..., None]], axis=-1)
-               for w, b in _check_layers(layers))
+  """The node features ``(X_1, ..., X_L)``, ``X_l`` of shape ``(..., O_l, F_l)``: row ``k``
+  is neuron (channel) ``k``'s incoming weights, every array of the layer at output ``k``
+  flattened in :func:`_order` (``kernel``, the others, ``bias``): for a dense layer
+  ``[W_l[:, k] | b_l[k]]``, ``F_l = I_l + 1``; for a Fourier layer also its spectral
+  weights into channel ``k``. Leading axes (a batch of networks) are kept."""
+  out = []
+  for layer in _check_layers(layers):
+    lead = np.shape(layer["bias"])[:-1]
+    parts = []
+    for a in layer.values():
+      own = np.shape(a)[len(lead):]
+      flat = jnp.reshape(a, lead + (int(np.prod(own[:-1], dtype=int)), own[-1]))
+      parts.append(jnp.swapaxes(flat, -1, -2))
+    out.append(jnp.concatenate(parts, axis=-1))
+  return tuple(out)
 
 
 def _check_nodes(nodes: Sequence[Any]) -> list[Any]:
@@ -76,9 +118,6 @@ def _check_nodes(nodes: Sequence[Any]) -> list[Any]:
     x = _common.check_array(f"nodes[{i}]", x)
     if np.ndim(x) < 2 or np.shape(x)[-1] < 2:
       raise ValueError(f"nodes[{i}] must be (..., O, I + 1) with I >= 1, got {np.shape(x)}")
-    if prev is not None and np.shape(x)[-1] - 1 != prev:
-      raise ValueError(f"nodes[{i}] has fan-in {np.shape(x)[-1] - 1} but layer {i - 1} has "
-                       f"{prev} nodes")
     prev = np.shape(x)[-2]
     out.append(x)
   lead = {np.shape(x)[:-2] for x in out}
@@ -87,10 +126,30 @@ def _check_nodes(nodes: Sequence[Any]) -> list[Any]:
   return out
 
 
-def graph_weights(nodes: Sequence[Any]) -> list[dict[str, jax.Array]]:
-  """The inverse of :func:`weight_graph`: ``[{"kernel": W_l, "bias": b_l}, ...]``."""
-  return [{"kernel": jnp.swapaxes(x[..., :-1], -1, -2), "bias": x[..., -1]}
-          for x in _check_nodes(nodes)]
+def graph_weights(nodes: Sequence[Any], template: Sequence[Mapping[str, tuple[int, ...]]]
+                  | None = None) -> list[dict[str, jax.Array]]:
+  """The inverse of :func:`weight_graph`: ``[{"kernel": W_l, "bias": b_l}, ...]`` for dense
+  layers, or, given ``template`` (:func:`layer_shapes` of the original layers), every
+  array of every layer back in its shape."""
+  nodes = _check_nodes(nodes)
+  if template is None:
+    for i in range(1, len(nodes)):
+      if np.shape(nodes[i])[-1] - 1 != np.shape(nodes[i - 1])[-2]:
+        raise ValueError(f"nodes[{i}] has fan-in {np.shape(nodes[i])[-1] - 1} but layer {i - 1} "
+                         f"has {np.shape(nodes[i - 1])[-2]} nodes")
+    return [{"kernel": jnp.swapaxes(x[..., :-1], -1, -2), "bias": x[..., -1]} for x in nodes]
+  if len(template) != len(nodes):
+    raise ValueError(f"template has {len(template)} layers, nodes {len(nodes)}")
+  out = []
+  for i, (x, shapes) in enumerate(zip(nodes, template)):
+    sizes = [int(np.prod(shapes[k][:-1], dtype=int)) for k in _order(shapes)]
+    if np.shape(x)[-1] != sum(sizes) or any(shapes[k][-1] != np.shape(x)[-2] for k in shapes):
+      raise ValueError(f"nodes[{i}] of shape {np.shape(x)} does not hold the arrays {dict(shapes)}")
+    lead = np.shape(x)[:-2]
+    parts = jnp.split(x, np.cumsum(sizes)[:-1], axis=-1)
+    out.append({k: jnp.reshape(jnp.swapaxes(p, -1, -2), lead + tuple(shapes[k]))
+                for k, p in zip(_order(shapes), parts)})
+  return out
 
 
 def graph_edges(layer_sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -112,24 +171,23 @@ def graph_edges(layer_sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
 
 def permute_hidden(layers: Sequence[Layer], layer: int, perm_H) -> list[dict[str, jax.Array]]:
   """The same network with the outputs of ``layers[layer]`` (a hidden layer) reordered by
-  ``perm_H``: ``W_l[:, pi]``, ``b_l[pi]`` and ``W_{l+1}[pi, :]``. It computes the same
-  function."""
-  pairs = _check_layers(layers)
-  if not isinstance(layer, (int, np.integer)) or not 0 <= layer < len(pairs) - 1:
-    raise ValueError(f"layer must index a hidden layer, 0..{len(pairs) - 2}, got {layer!r}")
+  ``perm_H``: ``W_l[:, pi]``, ``b_l[pi]`` and ``W_{l+1}[pi, :]`` (every array of the layer
+  along its output axis, every array but the bias of the next along its input axis). It
+  computes the same function."""
+  checked = _check_layers(layers)
+  if not isinstance(layer, (int, np.integer)) or not 0 <= layer < len(checked) - 1:
+    raise ValueError(f"layer must index a hidden layer, 0..{len(checked) - 2}, got {layer!r}")
   pi = _common.check_arrays({"perm_H": perm_H}, kinds={"perm_H": "int"})["perm_H"]
-  if np.shape(pi) != (np.shape(pairs[layer][0])[-1],):
-    raise ValueError(f"perm_H must have {np.shape(pairs[layer][0])[-1]} entries, got "
-                     f"{np.shape(pi)}")
-  if _common.is_concrete(pi) and not np.array_equal(np.sort(np.asarray(pi)),
-                                                     np.arange(np.shape(pi)[0])):
-    raise ValueError(f"perm_H must be a permutation of 0..{np.shape(pi)[0] - 1}, got "
+  width = np.shape(checked[layer]["bias"])[-1]
+  if np.shape(pi) != (width,):
+    raise ValueError(f"perm_H must have {width} entries, got {np.shape(pi)}")
+  if _common.is_concrete(pi) and not np.array_equal(np.sort(np.asarray(pi)), np.arange(width)):
+    raise ValueError(f"perm_H must be a permutation of 0..{width - 1}, got "
                      f"{np.asarray(pi).tolist()}")
-  out = [{"kernel": w, "bias": b} for w, b in pairs]
-  w, b = pairs[layer]
-  out[layer] = {"kernel": jnp.take(w, pi, axis=-1), "bias": jnp.take(b, pi, axis=-1)}
-  w_next, b_next = pairs[layer + 1]
-  out[layer + 1] = {"kernel": jnp.take(w_next, pi, axis=-2), "bias": b_next}
+  out = [dict(l) for l in checked]
+  out[layer] = {k: jnp.take(a, pi, axis=-1) for k, a in checked[layer].items()}
+  out[layer + 1] = {k: (a if k == "bias" else jnp.take(a, pi, axis=-2))
+                    for k, a in checked[layer + 1].items()}
   return out
 
 

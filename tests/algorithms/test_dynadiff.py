@@ -209,3 +209,28 @@ def test_vae_refuses_another_architectures_weights_and_is_exchangeable_within_a_
   recon = vae.apply(params, mu, method=vae.decode)
   out = _EXPERT.apply(dd_models.expert_params(dd.graph_weights(recon)), jnp.ones((4, 2)))
   assert out.shape == (4, 2) and np.all(np.isfinite(out))
+
+
+def test_fno_weight_graph_round_trip_and_channel_permutation():
+  """The suite's FNO as a weight graph (a node per channel: pointwise and spectral weights
+  into it, and its bias): exact round trip through the layers' template, and permuting a
+  Fourier layer's channels keeps the operator and relabels the nodes."""
+  from reprojax.models import fno  # pylint: disable=g-import-not-at-top
+  model = fno.FNO(modes=(4,), width=6, depth=2, projection=10)
+  x = jax.random.normal(jax.random.key(0), (2, 32, 1))
+  params = model.init(jax.random.key(1), x)
+  layers = dd_models.fno_layers(params)
+  nodes = dd.weight_graph(layers)
+  # lift: 6 nodes of 2 + 1; Fourier: 6 of 6 pointwise + 2 x 4 x 6 spectral + 1; projection
+  assert [n.shape for n in nodes] == [(6, 3), (6, 55), (6, 55), (10, 7), (1, 11)]
+  back = dd_models.fno_params(dd.graph_weights(nodes, dd.layer_shapes(layers)))
+  same = jax.tree.map(lambda a, b: np.array_equal(np.asarray(a), np.asarray(b)), params, back)
+  assert all(jax.tree.leaves(same))
+  pi = np.array([3, 0, 5, 1, 4, 2])
+  for layer in (0, 1, 2):
+    perm = dd.permute_hidden(layers, layer, pi)
+    np.testing.assert_allclose(model.apply(dd_models.fno_params(perm), x), model.apply(params, x),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(dd.weight_graph(perm)[layer], np.asarray(nodes[layer])[pi])
+  with pytest.raises(ValueError, match="does not hold"):
+    dd.graph_weights(nodes[:1] + (np.zeros((6, 54)),) + nodes[2:], dd.layer_shapes(layers))
