@@ -113,12 +113,11 @@ def _check_nodes(nodes: Sequence[Any]) -> list[Any]:
   if not isinstance(nodes, (list, tuple)) or not nodes:
     raise ValueError(f"nodes must be a non-empty tuple of (..., O, I + 1) arrays, got "
                      f"{type(nodes).__name__}")
-  out, prev = [], None
+  out = []
   for i, x in enumerate(nodes):
     x = _common.check_array(f"nodes[{i}]", x)
     if np.ndim(x) < 2 or np.shape(x)[-1] < 2:
-      raise ValueError(f"nodes[{i}] must be (..., O, I + 1) with I >= 1, got {np.shape(x)}")
-    prev = np.shape(x)[-2]
+      raise ValueError(f"nodes[{i}] must be (..., O, F) with F >= 2, got {np.shape(x)}")
     out.append(x)
   lead = {np.shape(x)[:-2] for x in out}
   if len(lead) > 1:
