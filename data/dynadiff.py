@@ -6,7 +6,7 @@ environment is a new ``p``. Trajectories are integrated with classical RK4 at
 ``substeps`` steps per observation interval ``dt``, in ``lax.scan``, vmapped over
 environments and initial conditions.
 
-Two families (the issue's first two; a PDE family on the suite's Burgers solver is not
+Two ODE families (and a PDE family, :func:`pde_trajectories`, whose experiments are not
 built yet):
 
 * ``oscillator``: the damped harmonic oscillator ``x'' + 2 zeta omega x' + omega^2 x = 0``,
@@ -15,6 +15,11 @@ built yet):
 * ``lotka_volterra``: ``x' = alpha x - x y``, ``y' = x y - gamma y`` (``beta = delta = 1``),
   parameters ``(alpha, gamma)``; :func:`lotka_volterra_invariant`
   ``V = x - gamma log x + y - alpha log y`` is conserved along every orbit.
+
+* ``kdv_burgers`` (PDE): ``u_t + u u_x = nu u_xx - delta u_xxx`` on [0, 1) periodic,
+  parameters ``(nu, delta)``, solved by the suite's ETDRK4 Burgers solver
+  (:mod:`reprojax.data.burgers`) with the linear symbol ``-nu k^2 + i delta k^3``; at
+  ``delta = 0`` it is viscous Burgers, checked against Cole-Hopf.
 
 Environments are drawn uniformly from a box: ``train`` (the zoo's), ``inside`` (new
 environments inside the training box) and ``outside`` (the first parameter beyond the
@@ -29,6 +34,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from reprojax.data import burgers
 
 REGIONS = ("train", "inside", "outside")
 
@@ -189,3 +196,98 @@ def environment_data(name: str, params_ExP: np.ndarray, num_trajs: int, num_step
   x0 = sample_initial_states(name, (len(params_ExP), num_trajs), seed)
   return EnvironmentData(np.asarray(params_ExP, np.float32),
                          np.asarray(trajectories(name, params_ExP, x0, num_steps)))
+
+
+class PdeFamily(NamedTuple):
+  """A parametric PDE family on a periodic 1-D grid and the boxes of its environments."""
+
+  name: str
+  param_names: tuple[str, ...]
+  train_low: tuple[float, ...]
+  train_high: tuple[float, ...]
+  outside_high: float  # ``outside``: the first parameter in (train_high[0], outside_high]
+  grid: int  # points of the periodic grid on [0, 1)
+  num_modes: int  # initial states: sums of this many sines...
+  amplitude: float  # ...with amplitudes uniform in [-amplitude, amplitude]
+  dt: float  # observation interval
+  substeps: int  # ETDRK4 steps per interval
+
+
+PDE_FAMILIES = {
+    "kdv_burgers": PdeFamily("kdv_burgers", ("nu", "delta"), (0.01, 0.0), (0.03, 2e-4), 0.05,
+                             grid=64, num_modes=3, amplitude=0.5, dt=0.05, substeps=10),
+}
+
+
+def pde_family(name: str) -> PdeFamily:
+  if name not in PDE_FAMILIES:
+    raise ValueError(f"PDE family must be one of {sorted(PDE_FAMILIES)}, got {name!r}")
+  return PDE_FAMILIES[name]
+
+
+def sample_pde_environments(name: str, num: int, region: str, seed: int) -> np.ndarray:
+  """``num`` parameter vectors ``(num, P)`` float32, uniform in ``region``'s box."""
+  fam = pde_family(name)
+  if region not in REGIONS:
+    raise ValueError(f"region must be one of {REGIONS}, got {region!r}")
+  if not isinstance(num, (int, np.integer)) or isinstance(num, bool) or num < 1:
+    raise ValueError(f"num must be an int >= 1, got {num!r}")
+  rng = np.random.default_rng([seed, REGIONS.index(region), 17])
+  low, high = np.array(fam.train_low), np.array(fam.train_high)
+  if region == "outside":
+    low[0], high[0] = fam.train_high[0], fam.outside_high
+  return rng.uniform(low, high, (num, len(low))).astype(np.float32)
+
+
+def sample_pde_initial_states(name: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+  """Initial states ``shape + (grid,)`` float32: sums of ``num_modes`` sines of random
+  amplitude and phase (zero mean)."""
+  fam = pde_family(name)
+  rng = np.random.default_rng([seed, 19])
+  a = rng.uniform(-fam.amplitude, fam.amplitude, tuple(shape) + (fam.num_modes,))
+  ph = rng.uniform(0, 2 * np.pi, tuple(shape) + (fam.num_modes,))
+  x = np.arange(fam.grid) / fam.grid
+  m = np.arange(1, fam.num_modes + 1)
+  u = np.sum(a[..., None] * np.sin(2 * np.pi * m[:, None] * x + ph[..., None]), axis=-2)
+  return u.astype(np.float32)
+
+
+def _pde_coefficients(fam: PdeFamily, params_ExP: np.ndarray) -> tuple[np.ndarray, ...]:
+  """ETDRK4's six coefficient arrays per environment ``(E, S/2 + 1)`` complex64."""
+  k = 2 * np.pi * np.arange(fam.grid // 2 + 1)
+  per = [burgers.etdrk4_coefficients(-float(nu) * k**2 + 1j * float(delta) * k**3,
+                                     fam.dt / fam.substeps)
+         for nu, delta in np.asarray(params_ExP, np.float64)]
+  return tuple(np.stack([c[i] for c in per]).astype(np.complex64) for i in range(6))
+
+
+@functools.partial(jax.jit, static_argnames=("num_steps", "substeps"))
+def _pde_trajectories(u0, coefs, *, num_steps, substeps):
+  def one_env(u0_MxS, env_coefs):
+    def interval(u, _):
+      u = burgers._etdrk4_run(u, env_coefs, substeps)  # pylint: disable=protected-access
+      return u, u
+
+    _, us = jax.lax.scan(interval, u0_MxS, None, length=num_steps)  # (T, M, S)
+    return jnp.concatenate([u0_MxS[None], us], axis=0).swapaxes(0, 1)
+
+  return jax.vmap(one_env)(u0, coefs)
+
+
+def pde_trajectories(name: str, params_ExP, u0_ExMxS, num_steps: int) -> jax.Array:
+  """Trajectories ``(E, M, num_steps + 1, S)`` of PDE family ``name``: environment e from
+  each of its M initial states, observed every ``dt``. One compiled program for all
+  environments (their ETDRK4 coefficients are arrays, computed on the host)."""
+  fam = pde_family(name)
+  p = np.asarray(params_ExP, np.float32)
+  u0 = jnp.asarray(u0_ExMxS, jnp.float32)
+  if p.ndim != 2 or p.shape[1] != len(fam.param_names) or u0.ndim != 3 or (
+      u0.shape[0] != p.shape[0] or u0.shape[2] != fam.grid):
+    raise ValueError(f"params_ExP must be (E, {len(fam.param_names)}) and u0_ExMxS (E, M, "
+                     f"{fam.grid}), got {p.shape} and {u0.shape}")
+  if np.any(p[:, 0] <= 0) or np.any(p[:, 1] < 0):
+    raise ValueError(f"{name} needs nu > 0 and delta >= 0, got {p.tolist()}")
+  if not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
+    raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
+  coefs = tuple(jnp.asarray(c) for c in _pde_coefficients(fam, p))
+  return _pde_trajectories(u0, coefs, num_steps=int(num_steps), substeps=fam.substeps)

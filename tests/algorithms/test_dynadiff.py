@@ -234,3 +234,28 @@ def test_fno_weight_graph_round_trip_and_channel_permutation():
     np.testing.assert_array_equal(dd.weight_graph(perm)[layer], np.asarray(nodes[layer])[pi])
   with pytest.raises(ValueError, match="does not hold"):
     dd.graph_weights(nodes[:1] + (np.zeros((6, 54)),) + nodes[2:], dd.layer_shapes(layers))
+
+
+def test_kdv_burgers_family_against_cole_hopf_and_linear_dispersion():
+  """At delta = 0 the family is viscous Burgers: Cole-Hopf's exact solution. At small
+  amplitude the nonlinearity is negligible and a sine travels with the linear dispersion
+  relation: decay e^{-nu k^2 t}, phase speed -delta k^2 (u_t = -delta u_xxx)."""
+  from reprojax.data import burgers  # pylint: disable=g-import-not-at-top
+  fam = dyn_data.pde_family("kdv_burgers")
+  x = np.arange(fam.grid) / fam.grid
+  u0 = burgers.sines([0.3, -0.2], [0.5, 1.0], x).astype(np.float32)
+  params = np.array([[0.02, 0.0], [0.02, 2e-4]], np.float32)
+  traj = np.asarray(dyn_data.pde_trajectories("kdv_burgers", params, np.stack([u0[None]] * 2), 8))
+  assert traj.shape == (2, 1, 9, fam.grid)
+  exact = burgers.cole_hopf([0.3, -0.2], [0.5, 1.0], x, 8 * fam.dt, nu=0.02)
+  np.testing.assert_allclose(traj[0, 0, -1], exact, atol=2e-4)
+  eps, k, t = 1e-4, 2 * np.pi * 2, 8 * fam.dt
+  small = (eps * np.sin(k * x)).astype(np.float32)
+  out = np.asarray(dyn_data.pde_trajectories("kdv_burgers", params[1:], small[None, None], 8))
+  nu, delta = 0.02, 2e-4
+  linear = eps * np.exp(-nu * k**2 * t) * np.sin(k * x + delta * k**3 * t)
+  np.testing.assert_allclose(out[0, 0, -1], linear, atol=1e-3 * eps)
+  with pytest.raises(ValueError, match="nu > 0"):
+    dyn_data.pde_trajectories("kdv_burgers", np.array([[0.0, 0.0]]), small[None, None], 2)
+  env = dyn_data.sample_pde_environments("kdv_burgers", 20, "outside", 0)
+  assert np.all(env[:, 0] > fam.train_high[0])
