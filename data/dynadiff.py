@@ -142,7 +142,9 @@ def lotka_volterra_invariant(params_P, traj_TxD) -> jax.Array:
 
 def sample_environments(name: str, num: int, region: str, seed: int) -> np.ndarray:
   """``num`` parameter vectors ``(num, P)`` float32, uniform in ``region``'s box
-  (``REGIONS``), deterministic in ``seed``."""
+  (``REGIONS``), deterministic in ``seed`` (a PDE family's too)."""
+  if name in PDE_FAMILIES:
+    return sample_pde_environments(name, num, region, seed)
   fam = family(name)
   if region not in REGIONS:
     raise ValueError(f"region must be one of {REGIONS}, got {region!r}")
@@ -192,7 +194,11 @@ class EnvironmentData(NamedTuple):
 def environment_data(name: str, params_ExP: np.ndarray, num_trajs: int, num_steps: int,
                      seed: int) -> EnvironmentData:
   """``num_trajs`` trajectories of ``num_steps`` steps per environment, from initial states
-  drawn with ``seed``."""
+  drawn with ``seed`` (an ODE family's or, for a name in ``PDE_FAMILIES``, a PDE's)."""
+  if name in PDE_FAMILIES:
+    u0 = sample_pde_initial_states(name, (len(params_ExP), num_trajs), seed)
+    return EnvironmentData(np.asarray(params_ExP, np.float32),
+                           np.asarray(pde_trajectories(name, params_ExP, u0, num_steps)))
   x0 = sample_initial_states(name, (len(params_ExP), num_trajs), seed)
   return EnvironmentData(np.asarray(params_ExP, np.float32),
                          np.asarray(trajectories(name, params_ExP, x0, num_steps)))
@@ -291,3 +297,19 @@ def pde_trajectories(name: str, params_ExP, u0_ExMxS, num_steps: int) -> jax.Arr
     raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
   coefs = tuple(jnp.asarray(c) for c in _pde_coefficients(fam, p))
   return _pde_trajectories(u0, coefs, num_steps=int(num_steps), substeps=fam.substeps)
+
+
+def any_family(name: str) -> Family | PdeFamily:
+  """The ODE or PDE family called ``name``."""
+  if name in PDE_FAMILIES:
+    return PDE_FAMILIES[name]
+  if name in FAMILIES:
+    return FAMILIES[name]
+  raise ValueError(f"family must be one of {sorted(FAMILIES) + sorted(PDE_FAMILIES)}, got "
+                   f"{name!r}")
+
+
+def state_dim(name: str) -> int:
+  """The state's width: 2 for the ODE families, the grid for a PDE family."""
+  fam = any_family(name)
+  return fam.grid if isinstance(fam, PdeFamily) else 2

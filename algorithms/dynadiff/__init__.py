@@ -46,12 +46,13 @@ from reprojax.algorithms.dynadiff._losses import vae_loss
 from reprojax.algorithms.dynadiff._prompter import dynamics_features
 from reprojax.algorithms.dynadiff._prompter import min_length
 from reprojax.algorithms.dynadiff._prompter import num_features
+from reprojax.algorithms.dynadiff._prompter import spatial_modes
 
 __all__ = (
     "ERROR_CAP", "WeightNormalizer", "context_params", "denormalize", "dynamics_features",
     "fit_normalizer", "flatten_graph", "functional_loss", "gaussian_kl", "graph_edges",
     "graph_weights", "layer_shapes", "min_length", "nearest_expert", "normalize", "num_features",
-    "permute_hidden", "rollout", "rollout_error", "unflatten_graph", "vae_loss",
+    "permute_hidden", "rollout", "rollout_error", "spatial_modes", "unflatten_graph", "vae_loss",
     "weight_graph",
 )
 

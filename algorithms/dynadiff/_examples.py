@@ -102,6 +102,9 @@ EXAMPLES = (
     Example("dynamics_features", lambda x: d.dynamics_features(x, 4),
             lambda key: (_n(key, 0, (20, 2)),), bad_args=lambda: (np.ones((5, 2)),),
             derived_sizes=True),
+    Example("spatial_modes", lambda u: d.spatial_modes(u, 3),
+            lambda key: (_n(key, 0, (9, 16)),), bad_args=lambda: (np.ones((9, 6)),),
+            derived_sizes=True),
     Example("min_length", d.min_length, lambda key: (4, 2), bad_args=(0, 2), **_HOST),
     Example("num_features", d.num_features, lambda key: (4, 2), bad_args=(4, 0), **_HOST),
 )

@@ -95,3 +95,18 @@ def _features(x, num_freqs):
   return jnp.concatenate([mean, std, rate, autocorr, jnp.stack(powers, -1), logdet[..., None],
                           spec_flat, centroid], axis=-1)
 
+
+
+def spatial_modes(obs_TxS, num_modes: int) -> jax.Array:
+  """A field's low spatial Fourier modes over time ``(T, 2 num_modes)``: the real then the
+  imaginary parts of modes ``1..num_modes`` of ``rfft(u_t) / S`` (the mean, mode 0, is left
+  out), the reduced state a PDE family's prompter reads. For a linear PDE each mode evolves
+  alone, so :func:`dynamics_features`' fitted operator reads its decay and rotation."""
+  num_modes = _common.check_int("num_modes", num_modes, 1)
+  u = _common.check_arrays({"obs_TxS": obs_TxS}, batch=("obs_TxS",))["obs_TxS"]
+  s = u.shape[-1]
+  if num_modes > s // 2 - 1:
+    raise ValueError(f"num_modes must be at most S / 2 - 1 = {s // 2 - 1} for obs_TxS with S = "
+                     f"{s} points, got {num_modes}")
+  c = jnp.fft.rfft(jnp.asarray(u, jnp.float32), axis=-1)[..., 1:num_modes + 1] / s
+  return jnp.concatenate([c.real, c.imag], axis=-1)

@@ -49,7 +49,6 @@ FNOs of flows; our own reconstruction of the prompter's features.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import time
@@ -72,6 +71,7 @@ from reprojax.experiments import train
 from reprojax.experiments.dynadiff import plots
 from reprojax.models import dynadiff as dd_models
 from reprojax.models import flow_mlp
+from reprojax.models import fno
 
 REGIONS = ("inside", "outside")
 GENERATORS = ("mlp", "dit")  # the suite's flow MLP over flattened latents, or a DiT over nodes
@@ -97,8 +97,10 @@ CONFIG_RANGES.update({"kl_weight": (0.0, float("inf")),
 
 def _check_config(config) -> None:
   for name in config.families:
-    dyn_data.family(name)
-  need = dd.min_length(int(config.num_freqs), 2)
+    dyn_data.any_family(name)
+  prompt_dims = [2 * int(config.prompt_modes) if name in dyn_data.PDE_FAMILIES else 2
+                 for name in config.families]
+  need = max(dd.min_length(int(config.num_freqs), d) for d in prompt_dims)
   if int(config.obs_steps) + 1 < need:
     raise ValueError(f"obs_steps + 1 = {int(config.obs_steps) + 1} observed states is too short "
                      f"for the prompter with num_freqs={int(config.num_freqs)}: it needs {need}")
@@ -107,9 +109,23 @@ def _check_config(config) -> None:
 class Nets:
   """The config's networks and the conversions between an expert's weight forms."""
 
-  def __init__(self, config):
-    self.expert = dd_models.ExpertMLP(hidden=tuple(config.expert_hidden), dim=2)
-    self.shapes = self.expert.node_shapes()
+  def __init__(self, config, family: str = "oscillator"):
+    self.pde = family in dyn_data.PDE_FAMILIES
+    self.dim = dyn_data.state_dim(family)
+    if self.pde:  # u_{t+1} = u_t + FNO(u_t) on the family's grid
+      self.expert = fno.FNO(modes=(int(config.fno_modes),), width=int(config.fno_width),
+                            depth=int(config.fno_depth), projection=int(config.fno_projection))
+      abstract = jax.eval_shape(lambda: self.expert.init(jax.random.key(0),
+                                                         jnp.zeros((1, self.dim, 1))))
+      self.template = [{k: tuple(a.shape) for k, a in layer.items()}  # dd.layer_shapes'
+                       for layer in dd_models.fno_layers(abstract)]
+      self.shapes = tuple((l["bias"][0], sum(int(np.prod(a[:-1])) for a in l.values()))
+                          for l in self.template)
+      self.prompt_dim = 2 * int(config.prompt_modes)
+    else:
+      self.expert = dd_models.ExpertMLP(hidden=tuple(config.expert_hidden), dim=2)
+      self.shapes = self.expert.node_shapes()
+      self.prompt_dim = 2
     self.num_nodes = sum(o for o, _ in self.shapes)
     self.graph_size = sum(o * f for o, f in self.shapes)
     self.vae = dd_models.WeightGraphVAE(self.shapes, width=int(config.vae_width),
@@ -117,8 +133,9 @@ class Nets:
                                         num_heads=int(config.vae_heads),
                                         num_layers=int(config.vae_layers))
     self.latent = int(config.vae_latent)
-    self.cond_dim = dd.num_features(int(config.num_freqs), 2)
+    self.cond_dim = dd.num_features(int(config.num_freqs), self.prompt_dim)
     self.num_freqs = int(config.num_freqs)
+    self.prompt_modes = int(config.prompt_modes) if self.pde else 0
     if config.generator not in GENERATORS:
       raise ValueError(f"config.generator must be one of {GENERATORS}, got {config.generator!r}")
     self.generator = config.generator
@@ -156,24 +173,40 @@ class Nets:
     return lambda x, t: fm.velocity_from_x1(f(x, t), x, t)
 
   def init_expert(self, key):
-    return self.expert.init(key, jnp.zeros((1, 2)))
+    return self.expert.init(key, jnp.zeros((1, self.dim, 1) if self.pde else (1, 2)))
+
+  def apply_expert(self, params, x_BxD):
+    """The expert's one-step map on states ``(B, D)``."""
+    if self.pde:
+      return x_BxD + self.expert.apply(params, x_BxD[..., None])
+    return self.expert.apply(params, x_BxD)
 
   def graph_of(self, params) -> jax.Array:
     """Expert parameters (leading axes allowed) -> flat weight graph ``(..., G)``."""
-    return dd.flatten_graph(dd.weight_graph(dd_models.expert_layers(params)))
+    layers = dd_models.fno_layers(params) if self.pde else dd_models.expert_layers(params)
+    return dd.flatten_graph(dd.weight_graph(layers))
 
   def params_of(self, flat_xG) -> dict:
     """Flat weight graph -> expert parameters (leading axes kept)."""
-    return dd_models.expert_params(dd.graph_weights(dd.unflatten_graph(flat_xG, self.shapes)))
+    nodes = dd.unflatten_graph(flat_xG, self.shapes)
+    if self.pde:
+      return dd_models.fno_params(dd.graph_weights(nodes, self.template))
+    return dd_models.expert_params(dd.graph_weights(nodes))
 
   def step_with(self, flat_G):
     """The one-step map of the expert whose flat weight graph is ``flat_G``."""
     params = self.params_of(flat_G)
-    return lambda x: self.expert.apply(params, x)
+    return lambda x: self.apply_expert(params, x)
+
+  def prompt(self, obs_TxD):
+    """What the prompter reads of an observed sequence: the states (ODE) or the field's low
+    spatial Fourier modes (PDE)."""
+    return dd.spatial_modes(obs_TxD, self.prompt_modes) if self.pde else obs_TxD
 
 
 def _pairs(trajs_MxTxD):
-  return (trajs_MxTxD[..., :-1, :].reshape(-1, 2), trajs_MxTxD[..., 1:, :].reshape(-1, 2))
+  d = trajs_MxTxD.shape[-1]
+  return (trajs_MxTxD[..., :-1, :].reshape(-1, d), trajs_MxTxD[..., 1:, :].reshape(-1, d))
 
 
 def _fit_expert(nets, params, x_NxD, y_NxD, scale, key, num_steps, lr, batch):
@@ -186,7 +219,7 @@ def _fit_expert(nets, params, x_NxD, y_NxD, scale, key, num_steps, lr, batch):
     else:
       idx = jax.random.randint(k, (batch,), 0, x_NxD.shape[0])
       x, y = x_NxD[idx], y_NxD[idx]
-    return jnp.mean(jnp.sum((nets.expert.apply(p, x) - y) ** 2, -1)) / scale
+    return jnp.mean(jnp.sum((nets.apply_expert(p, x) - y) ** 2, -1)) / scale
 
   return train.fit_full_batch(loss, optax.adam(lr), params, keys=jax.random.split(key, num_steps))
 
@@ -201,9 +234,9 @@ class Programs:
   """Every compiled stage of a run, built once per config and mesh: both families (same
   shapes) reuse them."""
 
-  def __init__(self, config, mesh):
+  def __init__(self, config, mesh, family: str = "oscillator"):
     self.config, self.mesh = config, mesh
-    self.nets = nets = Nets(config)
+    self.nets = nets = Nets(config, family)
     c = config
 
     def base_fit(key, x, y, scale):
@@ -225,7 +258,7 @@ class Programs:
 
     # (experts E, G) x (E, M, D) x (E, M, T, D) -> (E,)
     self.errors = sharding.vmap_sharded(errors, mesh, in_axes=(0, 0, 0))
-    self.features = jax.jit(functools.partial(dd.dynamics_features, num_freqs=nets.num_freqs))
+    self.features = jax.jit(lambda obs: dd.dynamics_features(nets.prompt(obs), nets.num_freqs))
     self.vae_fit = sharding.vmap_sharded(self._vae_fit, mesh,
                                          in_axes=(0, 0, 0, None, None, None, None, None))
     self.gen_fit = sharding.vmap_sharded(self._gen_fit, mesh,
@@ -329,7 +362,7 @@ class Programs:
     every, segments = int(c.curve_every), int(c.curve_steps) // int(c.curve_every)
 
     def loss(p):
-      return jnp.mean(jnp.sum((nets.expert.apply(p, obs_x) - obs_y) ** 2, -1)) / scale
+      return jnp.mean(jnp.sum((nets.apply_expert(p, obs_x) - obs_y) ** 2, -1)) / scale
 
     def step(carry, _):
       p, o = carry
@@ -432,7 +465,7 @@ def run_family(config, programs: Programs, name: str, seed: int, workdir: str
   """One family's whole run; per-seed arrays of every method's mean test error by region,
   and the zoo's and the training's diagnostics."""
   c, nets = config, programs.nets
-  fam_index = list(dyn_data.FAMILIES).index(name)
+  fam_index = (list(dyn_data.FAMILIES) + list(dyn_data.PDE_FAMILIES)).index(name)
   root = jax.random.fold_in(jax.random.key(seed), fam_index)
   k_base, k_zoo, k_vae, k_gen, k_sample, k_ft, k_coda = jax.random.split(root, 7)
   r = int(c.num_seeds)
@@ -446,7 +479,8 @@ def run_family(config, programs: Programs, name: str, seed: int, workdir: str
   scale = jnp.mean(jnp.sum((y_N - x_N) ** 2, -1))
 
   def train_zoo():
-    base_params, _ = programs.base_fit(k_base, x_N.reshape(-1, 2), y_N.reshape(-1, 2), scale)
+    base_params, _ = programs.base_fit(k_base, x_N.reshape(-1, nets.dim),
+                                       y_N.reshape(-1, nets.dim), scale)
     base = nets.graph_of(base_params)
     experts, _ = programs.expert_fit(jax.random.split(k_zoo, n), x_N, y_N, base, scale)
     return {"base": base, "experts": experts}
@@ -639,9 +673,13 @@ def summarise(config, per_family: Mapping[str, Mapping[str, np.ndarray]]) -> dic
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   _check_config(config)
   mesh = sharding.config_mesh(config)
-  programs = Programs(config, mesh)
+  programs_by_kind = {}  # the ODE families share their programs (same shapes)
   per_family, timings = {}, {}
   for name in config.families:
+    kind = name if name in dyn_data.PDE_FAMILIES else "ode"
+    if kind not in programs_by_kind:
+      programs_by_kind[kind] = Programs(config, mesh, name)
+    programs = programs_by_kind[kind]
     t0 = time.perf_counter()
     per_family[name] = run_family(config, programs, name, int(config.seed), workdir)
     timings[name] = time.perf_counter() - t0

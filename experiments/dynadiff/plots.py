@@ -32,7 +32,7 @@ def errors_figure(workdir, config, per_family, metrics):
     ax1.set(ylabel="normalised rollout error", title=f"{fam}: new environments")
     ax1.legend(fontsize=7)
     out = per_family[fam]
-    fam_info = dyn_data.family(fam)
+    fam_info = dyn_data.any_family(fam)
     ax2.axvspan(fam_info.train_low[0], fam_info.train_high[0], color="0.9")
     for method, marker in (("dynadiff", "o"), ("finetune", "s"), ("nearest", "^"),
                            ("coda", "v")):

@@ -259,3 +259,19 @@ def test_kdv_burgers_family_against_cole_hopf_and_linear_dispersion():
     dyn_data.pde_trajectories("kdv_burgers", np.array([[0.0, 0.0]]), small[None, None], 2)
   env = dyn_data.sample_pde_environments("kdv_burgers", 20, "outside", 0)
   assert np.all(env[:, 0] > fam.train_high[0])
+
+
+def test_spatial_modes_rotate_with_a_travelling_wave():
+  """A wave ``sin(2 pi k (x - c t))`` has mode k of constant modulus 1/2 whose phase turns
+  by ``-2 pi k c dt`` a step; the other modes are zero."""
+  s, k, c, dt = 32, 2, 0.3, 0.05
+  x = np.arange(s) / s
+  obs = np.stack([np.sin(2 * np.pi * k * (x - c * t * dt)) for t in range(10)])
+  m = np.asarray(dd.spatial_modes(obs, 3))
+  assert m.shape == (10, 6)
+  z = m[:, k - 1] + 1j * m[:, 3 + k - 1]
+  np.testing.assert_allclose(np.abs(z), 0.5, atol=1e-5)
+  np.testing.assert_allclose(np.angle(z[1:] / z[:-1]), -2 * np.pi * k * c * dt, atol=1e-5)
+  np.testing.assert_allclose(np.delete(m, [k - 1, 3 + k - 1], axis=1), 0.0, atol=1e-5)
+  with pytest.raises(ValueError, match="num_modes"):
+    dd.spatial_modes(obs, 16)

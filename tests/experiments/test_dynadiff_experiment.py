@@ -4,6 +4,8 @@ the checks of the notebook's tiny run (``check_tiny_run``, called by
 
 import os
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -147,3 +149,21 @@ def test_medium_config_is_quick_with_both_families_trained_longer():
   differs = {k for k in quick.keys() if longer[k] != quick[k]}
   assert differs == {"scale", "families", "vae_steps", "vae_batch", "vae_lr", "gen_width",
                      "gen_steps"}
+
+
+def test_pde_config_runs_the_kdv_burgers_family_with_fno_experts():
+  """``configs/pde.py`` (not a registered scale) passes the config check; its networks turn
+  an FNO expert into a weight graph and back exactly, and the prompter reads 6 mode
+  coordinates."""
+  from reprojax.experiments.dynadiff.configs import pde  # pylint: disable=g-import-not-at-top
+  config = pde.get_config()
+  config_check.validate(config, config_check.paper_ranges("dynadiff"), check_mesh=False)
+  nets = experiment.Nets(config, "kdv_burgers")
+  params = nets.init_expert(jax.random.key(0))
+  flat = nets.graph_of(params)
+  assert flat.shape == (nets.graph_size,) and nets.num_nodes == 8 + 8 + 8 + 16 + 1
+  back = nets.params_of(flat)
+  assert all(jax.tree.leaves(jax.tree.map(lambda a, b: np.array_equal(a, b), params, back)))
+  u = jnp.ones((3, 64))
+  assert nets.step_with(flat)(u).shape == (3, 64)
+  assert nets.cond_dim == dd.num_features(int(config.num_freqs), 6)
