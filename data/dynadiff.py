@@ -145,15 +145,19 @@ def sample_environments(name: str, num: int, region: str, seed: int) -> np.ndarr
   (``REGIONS``), deterministic in ``seed`` (a PDE family's too)."""
   if name in PDE_FAMILIES:
     return sample_pde_environments(name, num, region, seed)
-  fam = family(name)
+  return _sample_box(family(name), num, region, seed, stream=11)
+
+
+def _sample_box(fam, num, region, seed, stream):
+  """Uniform draws in a family's ``region`` box (the first parameter beyond the training
+  box's upper end for ``outside``), from ``default_rng([seed, region, stream])``."""
   if region not in REGIONS:
     raise ValueError(f"region must be one of {REGIONS}, got {region!r}")
   if not isinstance(num, (int, np.integer)) or isinstance(num, bool) or num < 1:
     raise ValueError(f"num must be an int >= 1, got {num!r}")
-  rng = np.random.default_rng([seed, REGIONS.index(region), 11])
+  rng = np.random.default_rng([seed, REGIONS.index(region), stream])
   low, high = np.array(fam.train_low), np.array(fam.train_high)
   if region == "outside":
-    low, high = low.copy(), high.copy()
     low[0], high[0] = fam.train_high[0], fam.outside_high
   return rng.uniform(low, high, (num, len(low))).astype(np.float32)
 
@@ -233,16 +237,7 @@ def pde_family(name: str) -> PdeFamily:
 
 def sample_pde_environments(name: str, num: int, region: str, seed: int) -> np.ndarray:
   """``num`` parameter vectors ``(num, P)`` float32, uniform in ``region``'s box."""
-  fam = pde_family(name)
-  if region not in REGIONS:
-    raise ValueError(f"region must be one of {REGIONS}, got {region!r}")
-  if not isinstance(num, (int, np.integer)) or isinstance(num, bool) or num < 1:
-    raise ValueError(f"num must be an int >= 1, got {num!r}")
-  rng = np.random.default_rng([seed, REGIONS.index(region), 17])
-  low, high = np.array(fam.train_low), np.array(fam.train_high)
-  if region == "outside":
-    low[0], high[0] = fam.train_high[0], fam.outside_high
-  return rng.uniform(low, high, (num, len(low))).astype(np.float32)
+  return _sample_box(pde_family(name), num, region, seed, stream=17)
 
 
 def sample_pde_initial_states(name: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
