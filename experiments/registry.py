@@ -30,6 +30,7 @@ PAPERS: tuple[str, ...] = (
     "team",
     "distseal",
     "dynadiff",
+    "calm",
 )
 
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
@@ -66,7 +67,10 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # ``<workdir>/zoo/`` (not ``checkpoints/``: a rerun restores it, checked on the notebook's
 # tiny run); its VAE and generator replicas train inside one compiled program each (a
 # minute), which a killed run recomputes.
-CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco", "team", "distseal")
+# calm trains its base decoder and, per seed, four SFT models with ``train.fit`` (a rerun
+# restores every one; the notebook's tiny run is rerun in its folder, in RESUME_TESTS); its
+# corrections, RL (seconds) and evaluation are recomputed.
+CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco", "team", "distseal", "calm")
 
 
 def config_path(slug: str, scale: str) -> str:

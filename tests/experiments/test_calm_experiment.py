@@ -1,0 +1,119 @@
+"""CALM experiment: the checks of the tiny run end to end (every model scored, every
+training checkpointed and restored by a rerun; the notebook's run), the generator, the
+claims on hand-made metrics, bad config."""
+
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+
+from reprojax.algorithms import calm
+from reprojax.data import calm as calm_data
+from reprojax.experiments import registry
+from reprojax.experiments.calm import experiment
+from reprojax.models import llama
+
+RERUN = True  # tests/test_notebooks.py reruns the notebook's experiment in its folder
+_TIMINGS = ("time_base_s", "time_correct_s", "time_sft_s", "time_rl_s", "time_eval_s")
+
+
+def check_tiny_run(config, m, workdir, again):
+  """The notebook's tiny run: every metric finite and in range, the figure, one checkpointed
+  training for the base and each seed's four SFT sets (an SFT set may be empty when the
+  untrained base repairs nothing: then no training), and a rerun in the same folder
+  (``again``) that restores every training (no step logged twice) and ends with the same
+  metrics, bit for bit, but the timings."""
+  for name, v in m.items():
+    assert np.isfinite(v), name
+  for name in experiment.METHODS:
+    for lv in config.eval_levels:
+      assert 0.0 <= m[f"{name}_acc_L{lv}"] <= 1.0
+    shares = sum(v for k, v in m.items() if k.startswith(f"{name}_share_")
+                 and not k.endswith("_se"))
+    assert shares == pytest.approx(1.0)
+  assert m["roundtrip_ok"] == 1.0
+  assert os.path.isfile(workdir / "levels.png")
+  runs = sorted(str(p.parent.relative_to(workdir)) for p in workdir.glob("**/checkpoints"))
+  assert "base" in runs and all(r == "base" or r.split("/")[1] in experiment.SFT_SETS
+                                for r in runs), runs
+  for run in runs:
+    with open(workdir / run / "metrics.jsonl") as f:
+      steps = [json.loads(line)["step"] for line in f]
+    assert steps and len(steps) == len(set(steps)), (run, steps)  # the rerun trained nothing
+  assert [c.id for c in experiment.claims(config, m)] == [
+      "calm_beats_direct_sft_hard", "direct_sft_easy_up_hard_down", "rl_adds",
+      "calm_rl_beats_direct_rl", "hints_few_tokens", "random_position_loses",
+      "hints_never_copy_gold", "gold_roundtrip"]
+  np.testing.assert_equal({k: v for k, v in again.items() if k not in _TIMINGS},
+                          {k: v for k, v in m.items() if k not in _TIMINGS})
+
+
+def test_the_generator_pads_and_stops_at_eos():
+  """Prefixes of any length and count give one continuation each, the same as generating
+  each alone (padding is invisible), eos and what follows dropped."""
+  config = registry.load_config("calm", "tiny")
+  cfg = experiment.model_config(config)
+  params = llama.init(cfg, jax.random.key(0))
+  gen = experiment.generator(config, params, 0.0)
+  probs = calm_data.sample((1, 2), 3, 0)
+  prefixes = [probs[0].prompt, probs[1].prompt + ("o", "max"), probs[2].prompt]
+  outs = gen(prefixes, jax.random.key(1))
+  assert len(outs) == 3
+  for p, o in zip(prefixes, outs):
+    assert gen([p], jax.random.key(1))[0] == o
+    assert all(s in calm_data.SYMBOLS for s in o)
+
+
+def _metrics(gap=0.1, se=0.02, frac=0.02, copies=0.0):
+  m = {"num_seeds": 3.0, "sft_tokens": 3000.0, "calm_modified_fraction": frac,
+       "calm_modified_fraction_hinted": 2 * frac, "calm_hints_per_fixed": 1.5,
+       "calm_kept": 0.5, "random_kept": 0.4, "draft_acc": 0.3, "calm_hint_copies": copies,
+       "roundtrip_ok": 1.0}
+  for name in experiment.METHODS:
+    m[f"{name}_acc"] = 0.5
+    for lv in (1, 2, 3):
+      m[f"{name}_acc_L{lv}"] = 0.5
+  for a, b, suffix in (("calm", "direct", "_L3"), ("calm", "direct", ""),
+                       ("calm", "random", "_L3"), ("calm_rl", "calm", ""),
+                       ("calm_rl", "calm", "_L3"), ("calm_rl", "direct_rl", "_L3"),
+                       ("calm", "styled", "_L3")):
+    m[f"gap_{a}_vs_{b}{suffix}"], m[f"gap_{a}_vs_{b}{suffix}_se"] = gap, se
+  m["gap_direct_vs_base_L1"], m["gap_direct_vs_base_L1_se"] = gap, se
+  m["gap_direct_vs_base_L3"], m["gap_direct_vs_base_L3_se"] = -gap, se
+  return m
+
+
+def test_claims_on_hand_made_metrics():
+  config = registry.load_config("calm", "quick")
+  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  assert all(x.holds for x in c.values()), [x.id for x in c.values() if not x.holds]
+  c = {x.id: x for x in experiment.claims(config, _metrics(gap=-0.1, frac=0.05, copies=1))}
+  assert [x.id for x in c.values() if x.holds] == ["gold_roundtrip"]
+  # a gap within 2 s.e. is no win; a fraction at the paper's bound is not under it
+  c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.03, se=0.02, frac=0.026))}
+  assert not c["calm_beats_direct_sft_hard"].holds and not c["hints_few_tokens"].holds
+  assert c["direct_sft_easy_up_hard_down"].holds  # any drop on the hard level counts
+  with config.unlocked():
+    config.rl_steps = 0
+  ids = [x.id for x in experiment.claims(config, _metrics())]
+  assert "rl_adds" not in ids and "calm_rl_beats_direct_rl" not in ids
+
+
+def test_bad_config():
+  for key, value, match in (("base_levels", (0, 2), "base_levels"),
+                            ("eval_levels", (1, 9), "eval_levels"),
+                            ("base_weights", (1.0,), "base_weights")):
+    config = registry.load_config("calm", "tiny")
+    with config.unlocked():
+      setattr(config, key, value)
+    with pytest.raises(ValueError, match=match):
+      experiment.run(config, "/tmp/unused")
+
+
+def test_a_planted_bad_hint_is_caught():
+  """The claim's check is live: a kept trajectory whose hint wrote a gold line counts."""
+  p = calm_data.sample((1,), 1, 3)[0]
+  line = p.gold.lines()[-1]
+  assert calm.copies_gold((calm.HINT,) + line.content(), p.gold.lines())
