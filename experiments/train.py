@@ -29,6 +29,7 @@ that report means and standard errors over seeds.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
@@ -42,6 +43,7 @@ import orbax.checkpoint as ocp
 
 from reprojax.experiments import metrics as metrics_lib
 from reprojax.experiments import sharding
+from reprojax.models import transformer
 
 Batch = tuple  # a tuple of arrays sharing the leading (example) dimension
 # (params, batch, key) -> (per-example loss (B,), {name: per-example value (B,)})
@@ -690,3 +692,32 @@ def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], 
       raise NonFiniteLossError(f"non-finite {name} at step {step} of replica {rep} (of {r}); "
                                "lower the learning rate or check the inputs")
   return ReplicaFit(params, metrics, evals, step_s, t1 - t0)
+
+
+def grpo_update(cfg, optimizer: optax.GradientTransformation, beta: float,
+                clip_eps: float = 0.2) -> Callable:
+  """One on-policy GRPO update of the suite's small decoder (``models/transformer.py``) as a
+  pure function ``(params, opt_state, ref_params, ids, mask, actions, rewards_PxG) ->
+  (params, opt_state, loss)``: :func:`reprojax.models.transformer.grpo_loss` (group
+  advantages, clipped surrogate, a k3 KL penalty ``beta`` to ``ref_params``) and one
+  ``optimizer`` step. Jit it with the caller's shardings, or take :func:`grpo_step`."""
+
+  def loss(params, ref_params, ids, mask, acts, rewards):
+    return transformer.grpo_loss(cfg, params, ref_params, ids, mask, acts, rewards,
+                                 clip_eps=clip_eps, beta=beta)
+
+  def update(params, opt_state, ref_params, ids, mask, acts, rewards):
+    (l, _), grads = jax.value_and_grad(loss, has_aux=True)(params, ref_params, ids, mask,
+                                                          acts, rewards)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, l
+
+  return update
+
+
+@functools.lru_cache(maxsize=None)
+def grpo_step(cfg, learning_rate: float, beta: float, clip_eps: float = 0.2):
+  """``(optimizer, jitted step)``: :func:`grpo_update` with Adam at ``learning_rate``, one
+  compile per config and hyperparameters (suco's SAPO, calm's solver-rewarded RL)."""
+  optimizer = optax.adam(learning_rate)
+  return optimizer, jax.jit(grpo_update(cfg, optimizer, beta, clip_eps))

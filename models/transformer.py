@@ -13,7 +13,8 @@ module adds is what a synthetic task needs:
   (the answer after a prompt, say), the other tokens being context only; :func:`pack` lays
   prompt-target pairs out for it;
 * :func:`grpo_loss`: one on-policy GRPO step on sampled completions (the suite's
-  policy-gradient module on the decoder's token log-probabilities: pdr's and suco's RL).
+  policy-gradient module on the decoder's token log-probabilities: pdr's, suco's and calm's
+  RL).
 
 ``causal=False`` gives the bidirectional mode (masked and block diffusion LMs);
 ``n_experts > 0`` a mixture-of-experts feed-forward with top-k routing whose router logits

@@ -1,6 +1,6 @@
 """Group-relative policy gradients (GRPO): the suite's policy-gradient module, shared by the
-RL papers (pdr's training consistent with PDR first; flash_grpo, vrpo, suco and calm
-next).
+RL papers (pdr's training consistent with PDR first; flash_grpo, vrpo, suco and calm's
+solver-rewarded RL after it).
 
 Public API::
 

@@ -43,14 +43,12 @@ def _attempts(config):
   return probs, out
 
 
-def cbc_verify(tokens, optimum: float, rtol: float = 1e-6) -> bool:
-  """:func:`reprojax.algorithms.calm.verify`'s verdict with PuLP and CBC as the solver."""
+def cbc_solve(f: calm.Formulation) -> tuple[str, float | None]:
+  """The formulation built in PuLP and solved by CBC: ``(PuLP's status name, optimum)``; a
+  second solver, written independently of :func:`reprojax.algorithms.calm.solve` (the
+  tests' check and this row's peer)."""
   import pulp  # pylint: disable=g-import-not-at-top
 
-  try:
-    f = calm.parse(tokens)
-  except calm.FormulationError:
-    return False
   prob = pulp.LpProblem("m", pulp.LpMaximize if f.sense == "max" else pulp.LpMinimize)
   cat = "Binary" if f.binary else "Continuous"
   x = [pulp.LpVariable(f"x{j}", lowBound=0, cat=cat) for j in range(f.num_vars)]
@@ -58,9 +56,17 @@ def cbc_verify(tokens, optimum: float, rtol: float = 1e-6) -> bool:
   for kind, row, rhs in f.constraints:
     lhs = pulp.lpSum(a * v for a, v in zip(row, x))
     prob += (lhs <= rhs) if kind == "le" else (lhs >= rhs) if kind == "ge" else (lhs == rhs)
-  if pulp.LpStatus[prob.solve(pulp.PULP_CBC_CMD(msg=0))] != "Optimal":
+  return pulp.LpStatus[prob.solve(pulp.PULP_CBC_CMD(msg=0))], pulp.value(prob.objective)
+
+
+def cbc_verify(tokens, optimum: float, rtol: float = 1e-6) -> bool:
+  """:func:`reprojax.algorithms.calm.verify`'s verdict with PuLP and CBC as the solver."""
+  try:
+    f = calm.parse(tokens)
+  except calm.FormulationError:
     return False
-  return abs(pulp.value(prob.objective) - optimum) <= rtol * max(1.0, abs(optimum))
+  status, value = cbc_solve(f)
+  return status == "Optimal" and abs(value - optimum) <= rtol * max(1.0, abs(optimum))
 
 
 def _split(config, probs, attempts) -> str:

@@ -234,31 +234,12 @@ def evaluate(config, params, problems, scorer) -> tuple[np.ndarray, list[calm.Ve
 # ----------------------------------------------------------------------------- RL
 
 
-@functools.lru_cache(maxsize=None)
-def make_grpo_step(cfg: llama.LlamaConfig, lr: float, beta: float, clip_eps: float):
-  """The jitted GRPO step (Adam at ``lr``, a k3 KL penalty ``beta`` to the reference)."""
-  optimizer = optax.adam(lr)
-
-  def loss(params, ref_params, ids, mask, acts, rewards):
-    return transformer.grpo_loss(cfg, params, ref_params, ids, mask, acts, rewards,
-                                 clip_eps=clip_eps, beta=beta)
-
-  @jax.jit
-  def step(params, opt_state, ref_params, ids, mask, acts, rewards):
-    (l, _), grads = jax.value_and_grad(loss, has_aux=True)(params, ref_params, ids, mask,
-                                                          acts, rewards)
-    updates, opt_state = optimizer.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, l
-
-  return optimizer, step
-
-
 def rl(config, sft_params, seed: int, scorer) -> tuple[Any, float]:
   """``rl_steps`` GRPO steps from ``sft_params`` with the solver reward; returns the
   parameters and the mean reward of the last quarter of the steps."""
   cfg = model_config(config)
-  optimizer, step = make_grpo_step(cfg, float(config.rl_learning_rate),
-                                   float(config.rl_beta), 0.2)
+  optimizer, step = train.grpo_step(cfg, float(config.rl_learning_rate),
+                                    float(config.rl_beta), 0.2)
   params, opt_state = sft_params, optimizer.init(sft_params)
   pad, _ = lengths(config)
   n_new = new_tokens(config)
@@ -544,15 +525,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   seq = row + new_tokens(config)
   nq, g = int(config.rl_questions), int(config.group)
   optimizer = optax.adam(float(config.rl_learning_rate))
-  beta = float(config.rl_beta)
-
-  def update(params, opt_state, ref, ids, mask, acts, rewards):
-    def loss(p):
-      return transformer.grpo_loss(cfg, p, ref, ids, mask, acts, rewards, clip_eps=0.2,
-                                   beta=beta)[0]
-    l, grads = jax.value_and_grad(loss)(params)
-    updates, opt_state = optimizer.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, l
+  update = train.grpo_update(cfg, optimizer, float(config.rl_beta), 0.2)
 
   shapes = (jax.ShapeDtypeStruct((nq * g, seq), jnp.int32),
             jax.ShapeDtypeStruct((nq * g, seq), jnp.bool_),

@@ -239,29 +239,10 @@ def _tokens_of_steps(chains: suco_data.Chains, steps: np.ndarray) -> np.ndarray:
   return ends[np.arange(len(steps)), steps].astype(np.float64)
 
 
-@functools.lru_cache(maxsize=None)
-def make_sapo_step(cfg, lr: float, beta: float, clip_eps: float):
-  """The jitted GRPO step (Adam at ``lr``, a k3 KL penalty ``beta`` to the reference)."""
-  optimizer = optax.adam(lr)
-
-  def loss(params, ref_params, ids, mask, acts, rewards):
-    return transformer.grpo_loss(cfg, params, ref_params, ids, mask, acts, rewards,
-                                 clip_eps=clip_eps, beta=beta)
-
-  @jax.jit
-  def step(params, opt_state, ref_params, ids, mask, acts, rewards):
-    (l, _), grads = jax.value_and_grad(loss, has_aux=True)(params, ref_params, ids, mask, acts,
-                                                          rewards)
-    updates, opt_state = optimizer.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, l
-
-  return optimizer, step
-
-
 def sapo(config, cfg, mft_params, chains: suco_data.Chains, msc_tokens: np.ndarray, seed: int):
   """``sapo_steps`` GRPO steps from MFT on the MSC questions; returns the parameters and the
   mean reward of the last quarter of the steps."""
-  optimizer, step = make_sapo_step(cfg, float(config.sapo_lr), float(config.sapo_beta), 0.2)
+  optimizer, step = train.grpo_step(cfg, float(config.sapo_lr), float(config.sapo_beta), 0.2)
   params, opt_state = mft_params, optimizer.init(mft_params)
   tracker = suco.tracker_init(len(msc_tokens))
   nq, g = int(config.sapo_questions), int(config.group)

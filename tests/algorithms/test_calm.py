@@ -6,11 +6,11 @@ import itertools
 
 import jax
 import numpy as np
-import pulp
 import pytest
 
 from reprojax.algorithms import calm
 from reprojax.data import calm as calm_data
+from reprojax.experiments.calm.benchmark import cbc_solve as _cbc  # PuLP + CBC
 
 
 @pytest.fixture(scope="module")
@@ -20,19 +20,6 @@ def problems():
   for lv in calm_data.LEVELS:
     out += calm_data.sample((lv,), 4 * len(calm_data.LEVELS[lv]), 100 + lv)
   return out
-
-
-def _cbc(f: calm.Formulation):
-  """The same model through PuLP and CBC: a second solver, written independently."""
-  prob = pulp.LpProblem("m", pulp.LpMaximize if f.sense == "max" else pulp.LpMinimize)
-  cat = "Binary" if f.binary else "Continuous"
-  x = [pulp.LpVariable(f"x{j}", lowBound=0, cat=cat) for j in range(f.num_vars)]
-  prob += pulp.lpSum(c * v for c, v in zip(f.objective, x))
-  for kind, row, rhs in f.constraints:
-    lhs = pulp.lpSum(a * v for a, v in zip(row, x))
-    prob += (lhs <= rhs) if kind == "le" else (lhs >= rhs) if kind == "ge" else (lhs == rhs)
-  status = pulp.LpStatus[prob.solve(pulp.PULP_CBC_CMD(msg=0))]
-  return status, pulp.value(prob.objective)
 
 
 def test_every_template_round_trips_and_two_solvers_agree(problems):
