@@ -172,17 +172,19 @@ def sample(levels: Sequence[int], n: int, seed: int,
   return out
 
 
-def with_hints(formulation: calm.Formulation, rate: float, rng: np.random.Generator
-               ) -> tuple[Any, ...]:
+def with_hints(formulation: calm.Formulation, rate: float, rng: np.random.Generator,
+               most: int | None = None) -> tuple[Any, ...]:
   """The base style's tokens of ``formulation`` with a hint ``? <label>`` in front of each
-  line with probability ``rate``: the base model's corpus, in which a hint always announces
-  the line that follows (so that the base model has learnt what a hint means before CALM
-  inserts one)."""
+  line with probability ``rate`` (at most ``most`` hints): the base model's corpus, in which
+  a hint always announces the line that follows (so that the base model has learnt what a
+  hint means before CALM inserts one)."""
   if not 0.0 <= float(rate) <= 1.0:
     raise ValueError(f"rate must lie in [0, 1], got {rate}")
   out: tuple[Any, ...] = ()
+  left = np.inf if most is None else int(most)
   for line in formulation.lines(labelled=True):
-    if rng.uniform() < rate:
+    if rng.uniform() < rate and left > 0:
+      left -= 1
       out += (calm.HINT, line.label)
     out += calm.render_line(line)
   return out

@@ -68,8 +68,9 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 # tiny run); its VAE and generator replicas train inside one compiled program each (a
 # minute), which a killed run recomputes.
 # calm trains its base decoder and, per seed, four SFT models with ``train.fit`` (a rerun
-# restores every one; the notebook's tiny run is rerun in its folder, in RESUME_TESTS); its
-# corrections, RL (seconds) and evaluation are recomputed.
+# restores every one, a killed one resumes, a folder trained on other data is refused; its
+# stop-and-resume test is in RESUME_TESTS); its corrections, RL (seconds) and evaluation
+# are recomputed.
 CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco", "team", "distseal", "calm")
 
 

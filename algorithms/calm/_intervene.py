@@ -175,8 +175,8 @@ class Correction(NamedTuple):
 
 def correct(generate: Generator, prompts: Sequence[Sequence[Any]],
             gold_lines: Sequence[Sequence[lang.Line]], *, max_hints: int, key: jax.Array,
-            position: str = "first", drafts: Sequence[Sequence[Any]] | None = None
-            ) -> list[Correction]:
+            position: str = "first", drafts: Sequence[Sequence[Any]] | None = None,
+            accept: Callable[[int, tuple], bool] | None = None) -> list[Correction]:
   """CALM's correction of a batch of attempts.
 
   Args:
@@ -190,9 +190,13 @@ def correct(generate: Generator, prompts: Sequence[Sequence[Any]],
     position: ``"first"`` (CALM: cut at the first mistake) or ``"random"`` (the control: a
       uniformly random line boundary, on the same trajectories: those not yet right).
     drafts: the first attempts, when already sampled (else drawn with ``generate``).
+    accept: ``(index, trajectory) -> bool``: a trajectory it accepts is left alone (the
+      paper intervenes on failed attempts only; give the solver's verdict here, since a
+      trajectory can reach the gold optimum with other lines than the gold ones). Default:
+      accept what :func:`first_error` finds nothing in.
 
   Returns:
-    one :class:`Correction` per prompt.
+    one :class:`Correction` per prompt (``solved``: accepted at the end).
   """
   if position not in POSITIONS:
     raise ValueError(f"position must be one of {POSITIONS}, got {position!r}")
@@ -204,6 +208,8 @@ def correct(generate: Generator, prompts: Sequence[Sequence[Any]],
   _common.check_key("key", key)
   golds = [_check_gold(g) for g in gold_lines]
   prompts = [tuple(p) for p in prompts]
+  if accept is None:
+    accept = lambda i, t: first_error(t, golds[i]) is None  # noqa: E731
   if drafts is None:
     drafts = generate(list(prompts), jax.random.fold_in(key, 0))
   trajs = [tuple(d) for d in drafts]
@@ -212,8 +218,10 @@ def correct(generate: Generator, prompts: Sequence[Sequence[Any]],
   for r in range(int(max_hints)):
     todo, prefixes = [], []
     for i, (t, g) in enumerate(zip(trajs, golds)):
+      if accept(i, t):
+        continue
       mistake = first_error(t, g)
-      if mistake is None:
+      if mistake is None:  # rejected, yet its lines are the gold ones: nothing to cut
         continue
       if position == "random":
         mistake = random_cut(t, g, jax.random.fold_in(key, 1_000_003 * (r + 1) + i))
@@ -226,8 +234,8 @@ def correct(generate: Generator, prompts: Sequence[Sequence[Any]],
     for i, p, c in zip(todo, prefixes, conts):
       trajs[i] = p + tuple(c)
       hints[i] += 1
-  return [Correction(t, h, sum(len(x) for x in hints_of(t)), first_error(t, g) is None, d)
-          for t, h, g, d in zip(trajs, hints, golds, first)]
+  return [Correction(t, h, sum(len(x) for x in hints_of(t)), bool(accept(i, t)), d)
+          for i, (t, h, d) in enumerate(zip(trajs, hints, first))]
 
 
 def modified_fraction(trajectories: Sequence[Sequence[Any]]) -> float:

@@ -11,8 +11,9 @@ parser, one ``milp`` call, the optimum compared); the peer: the same parser, the
 in PuLP and solved by CBC, the optimum compared the same way. The verdicts must agree.
 
 The row's note splits one verified problem of the pipeline into its parts, each timed here:
-generating the attempt (the quick decoder, random weights, so every row runs to the length
-limit: the worst case), parsing it, and solving it.
+generating the attempt (the quick decoder with random weights: a row ends at an eos drawn by
+chance or at the length limit; a trained model writes 15 to 45 tokens), parsing it, and
+solving it.
 """
 
 from __future__ import annotations

@@ -41,6 +41,8 @@ the planted difference (no line labels, the ``bin`` line last) is ours.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import time
 from typing import Any, Mapping, Sequence
@@ -127,7 +129,8 @@ def base_corpus(config, seed: int):
   n = max(256, int(config.base_steps) * int(config.batch_size) // 4)
   probs = calm_data.sample(config.base_levels, n, 1000 + seed, config.base_weights)
   rng = np.random.default_rng([seed, 11])
-  answers = [calm_data.with_hints(p.gold, float(config.hint_rate), rng) for p in probs]
+  answers = [calm_data.with_hints(p.gold, float(config.hint_rate), rng, int(config.max_hints))
+             for p in probs]
   _, row = lengths(config)
   return rows([p.prompt for p in probs], answers, row)
 
@@ -147,16 +150,49 @@ def _objective(cfg: llama.LlamaConfig, steps: int, lr: float):
 
 
 def fit_lm(config, mesh, workdir: str, init, arrays, *, steps: int, lr: float, seed: int,
-           batch_size: int):
+           batch_size: int, stop_after: int | None = None):
   """``steps`` AdamW steps of the masked next-token loss from ``init`` (a key function or
-  parameters) on ``arrays``, checkpointed under ``workdir`` (a rerun restores it)."""
+  parameters) on ``arrays``, checkpointed under ``workdir``: a rerun restores it, a killed
+  one resumes (``stop_after``: stop there, for tests), and a workdir trained with other
+  settings or data is refused (:func:`_guard`)."""
   cfg = model_config(config)
+  _guard(workdir, cfg, arrays, init, steps=int(steps), lr=float(lr), seed=int(seed),
+         batch_size=int(batch_size))
   loss_fn, optimizer = _objective(cfg, int(steps), float(lr))
   state = train.fit(workdir=workdir, mesh=mesh, init_params=init, loss_fn=loss_fn,
                     optimizer=optimizer, train_arrays=arrays,
                     batch_size=int(batch_size), num_steps=int(steps), seed=seed,
-                    log_every=max(1, int(steps) // 4), checkpoint_every=int(steps))
+                    log_every=max(1, int(steps) // 4), checkpoint_every=int(steps),
+                    stop_after=stop_after)
   return jax.device_get(state.params)
+
+
+def _guard(workdir: str, cfg, arrays, init, **settings) -> None:
+  """Checkpoints in ``workdir`` are resumed only if they were trained with the same model,
+  data, start and schedule (a digest in ``settings.json``); else a clear error, never a
+  silent restore of another run's model (CALM's training sets depend on the base model)."""
+  h = hashlib.sha256(repr((cfg, sorted(settings.items()))).encode())
+  for a in arrays:
+    h.update(np.ascontiguousarray(a).tobytes())
+  if not callable(init):
+    for leaf in jax.tree.leaves(init):
+      h.update(np.ascontiguousarray(np.asarray(leaf)).tobytes())
+  digest = h.hexdigest()
+  path = os.path.join(workdir, "settings.json")
+  if os.path.isfile(path):
+    with open(path) as f:
+      saved = json.load(f)["digest"]
+    if saved != digest:
+      raise ValueError(f"{workdir} holds a training with other settings or data (another "
+                       "config or code version); use a fresh --workdir")
+    return
+  if os.path.isdir(os.path.join(workdir, "checkpoints")):
+    raise ValueError(f"{workdir} holds checkpoints without settings.json; use a fresh "
+                     "--workdir")
+  if jax.process_index() == 0:
+    os.makedirs(workdir, exist_ok=True)
+    with open(path, "w") as f:
+      json.dump({"digest": digest}, f)
 
 
 def train_base(config, mesh, workdir: str):
@@ -286,7 +322,8 @@ def sft_sets(config, base, problems, seed: int, scorer):
   sets = {}
   for name, position in (("calm", "first"), ("random", "random")):
     fixes = calm.correct(gen, prompts, golds, max_hints=int(config.max_hints),
-                         key=jax.random.fold_in(key, 1), position=position, drafts=drafts)
+                         key=jax.random.fold_in(key, 1), position=position, drafts=drafts,
+                         accept=lambda i, t: scorer(t, problems[i]).correct)
     ok = [scorer(c.trajectory, p).correct for c, p in zip(fixes, problems)]
     draft_ok = [scorer(c.draft, p).correct for c, p in zip(fixes, problems)]
     # a verified trajectory too long for a training row (extra lines that happen not to

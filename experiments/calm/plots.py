@@ -11,7 +11,7 @@ import numpy as np
 
 from reprojax.experiments import plotting
 
-_METHODS = ("base", "direct", "calm", "random", "direct_rl", "calm_rl")
+_METHODS = ("base", "direct", "styled", "calm", "random", "direct_rl", "calm_rl")
 _REASONS = ("parse", "infeasible", "unbounded", "wrong_optimum")
 
 

@@ -127,8 +127,7 @@ RESUME_TESTS = {
     "team": "tests/experiments/test_team_experiment.py::test_stop_and_resume_is_bit_identical",
     # the notebook's tiny run, rerun in its folder: all nine trainings restored
     "distseal": "tests/experiments/test_distseal_experiment.py::check_tiny_run",
-    # the notebook's tiny run, rerun in its folder: the base and every SFT model restored
-    "calm": "tests/experiments/test_calm_experiment.py::check_tiny_run",
+    "calm": "tests/experiments/test_calm_experiment.py::test_stop_and_resume_is_bit_identical",
 }
 
 
