@@ -309,10 +309,11 @@ def rl(config, sft_params, seed: int, scorer) -> tuple[Any, float]:
 # ----------------------------------------------------------------------------- the run
 
 
-def sft_sets(config, base, problems, seed: int, scorer):
-  """CALM's, the control's and direct SFT's training sets on ``problems`` (answers without
-  eos), and the correction statistics."""
-  gen = generator(config, base, float(config.temperature))
+def sft_sets(config, gen, problems, seed: int, scorer):
+  """The four training sets on ``problems`` (``{name: (prompts, answers)}``, answers
+  without eos, cut to equal target tokens): CALM's and the control's (``gen``, the base
+  model as :func:`generator`, attempts and continues), direct SFT's (teacher style) and the
+  styled ablation's (gold in the base's style); and the correction statistics."""
   _, row = lengths(config)
   key = jax.random.key(seed)
   prompts = [p.prompt for p in problems]
@@ -385,7 +386,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     seed = int(config.seed) + s
     t0 = time.perf_counter()
     train_probs = calm_data.sample(levels, int(config.sft_problems), 2000 + seed)
-    sets, stats = sft_sets(config, base, train_probs, seed, scorer)
+    sets, stats = sft_sets(config, generator(config, base, float(config.temperature)),
+                           train_probs, seed, scorer)
     for k, v in stats.items():
       add(k, v)
     times["correct"] += time.perf_counter() - t0

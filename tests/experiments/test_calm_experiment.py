@@ -154,3 +154,40 @@ def test_rl_runs_a_step_on_the_solver_reward():
   assert reward == 0.0
   moved = jax.tree.map(lambda a, b: float(np.max(np.abs(a - b))), new, params)
   assert all(np.isfinite(jax.tree.leaves(moved)))
+
+
+def test_sft_sets_on_a_scripted_model():
+  """With a model that miswrites the last line of every attempt and follows hints, CALM
+  repairs every attempt with one hint, the control (a random cut) only some; the four sets
+  hold the same number of target tokens (to one row), direct SFT's rows are the teacher's
+  style and the styled ablation's the base's, and the statistics say so."""
+  config = registry.load_config("calm", "tiny")
+  probs = calm_data.sample((1, 2), 12, 4)
+  by_prompt = {p.prompt: p for p in probs}
+
+  def gen(prefixes, key):
+    del key
+    out = []
+    for pre in prefixes:
+      prompt = next(pr for pr in by_prompt if tuple(pre[:len(pr)]) == pr)
+      lines = by_prompt[prompt].gold.lines()
+      if pre[-2] == calm.HINT:
+        k = [g.label for g in lines].index(pre[-1])
+        out.append(tuple(t for g in lines[k:] for t in calm.render_line(g)))
+      else:
+        last = lines[-1]
+        bad = calm.Line(last.kind, last.numbers[:-1] + (last.numbers[-1] + 7,), last.label)
+        out.append(tuple(t for g in lines[:-1] + (bad,) for t in calm.render_line(g)))
+    return out
+
+  sets, stats = experiment.sft_sets(config, gen, probs, 0, experiment._Scorer())  # pylint: disable=protected-access
+  assert stats["draft_acc"] < 1.0 and stats["calm_repaired"] == 1.0 and stats["calm_kept"] == 1.0
+  assert stats["random_kept"] <= 1.0 and stats["calm_hints_per_fixed"] == 1.0
+  assert stats["calm_hint_copies"] == 0.0
+  tokens = {n: sum(len(a) + 1 for a in answers) for n, (_, answers) in sets.items()}
+  longest = max(len(a) + 1 for _, answers in sets.values() for a in answers)
+  assert max(tokens.values()) <= stats["sft_tokens"] < min(tokens.values()) + longest
+  for prompt, answer in zip(*sets["direct"]):
+    assert answer == calm.render(by_prompt[prompt].gold, "teacher")
+  for prompt, answer in zip(*sets["styled"]):
+    assert answer == calm.render(by_prompt[prompt].gold, "base")
