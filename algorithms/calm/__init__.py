@@ -44,6 +44,7 @@ from reprojax.algorithms.calm._language import HINT_LABELS
 from reprojax.algorithms.calm._language import KINDS
 from reprojax.algorithms.calm._language import LABELS
 from reprojax.algorithms.calm._language import STATUSES
+from reprojax.algorithms.calm._language import STYLES
 from reprojax.algorithms.calm._language import Formulation
 from reprojax.algorithms.calm._language import FormulationError
 from reprojax.algorithms.calm._language import Line
@@ -58,7 +59,7 @@ from reprojax.algorithms.calm._language import solver_reward
 from reprojax.algorithms.calm._language import split_lines
 from reprojax.algorithms.calm._language import verify
 
-__all__ = ("END_LINE", "HINT", "HINT_LABELS", "KINDS", "LABELS", "POSITIONS", "STATUSES",
+__all__ = ("END_LINE", "HINT", "HINT_LABELS", "KINDS", "LABELS", "POSITIONS", "STATUSES", "STYLES",
            "Correction", "Formulation", "FormulationError", "Line", "Mistake", "Solution",
            "Verdict", "copies_gold", "correct", "first_error", "hints_of", "insert_hint",
            "modified_fraction", "parse", "parse_line", "random_cut", "render", "render_line",

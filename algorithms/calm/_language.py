@@ -39,6 +39,7 @@ MAX_CONSTRAINTS = 9
 LABELS = ("v", "o") + tuple(f"c{i}" for i in range(1, MAX_CONSTRAINTS + 1))
 HINT_LABELS = LABELS + ("end",)
 STATUSES = ("optimal", "infeasible", "unbounded", "error")
+STYLES = ("base", "teacher", "unlabelled", "reordered")
 
 
 class FormulationError(ValueError):
@@ -93,18 +94,16 @@ def render_line(line: Line) -> tuple[Any, ...]:
 
 
 def render(formulation: Formulation, style: str = "base") -> tuple[Any, ...]:
-  """The tokens of a formulation in a style: ``"base"`` (the base model's own: labelled
-  lines, domain first, then the objective and the constraints in data order) or
+  """The tokens of a formulation in a style (:data:`STYLES`): ``"base"`` (the base model's
+  own: labelled lines, domain first, then the objective and the constraints in data order),
   ``"teacher"`` (the gold solutions direct SFT trains on: unlabelled, objective first, the
-  domain line last)."""
-  if style == "base":
-    lines = formulation.lines(labelled=True)
-  elif style == "teacher":
-    lines = formulation.lines(labelled=False)
-    if formulation.binary:
-      lines = lines[1:] + lines[:1]
-  else:
-    raise ValueError(f"style must be 'base' or 'teacher', got {style!r}")
+  domain line last), and the teacher's two differences alone: ``"unlabelled"`` (the base's
+  order without labels) and ``"reordered"`` (labelled, the domain line last)."""
+  if style not in STYLES:
+    raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+  lines = formulation.lines(labelled=style in ("base", "reordered"))
+  if style in ("teacher", "reordered") and formulation.binary:
+    lines = lines[1:] + lines[:1]
   return tuple(t for ln in lines for t in render_line(ln))
 
 

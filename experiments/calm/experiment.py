@@ -65,6 +65,17 @@ from reprojax.models import transformer
 
 METHODS = ("base", "direct", "styled", "calm", "random", "direct_rl", "calm_rl")
 SFT_SETS = ("direct", "styled", "calm", "random")
+
+
+def sft_names(config) -> tuple[str, ...]:
+  """The SFT sets of a run: :data:`SFT_SETS` and, per ``config.extra_styles``, direct SFT on
+  the gold in that style (``direct_<style>``: the teacher's differences one at a time)."""
+  return SFT_SETS + tuple(f"direct_{s}" for s in config.get("extra_styles", ()))
+
+
+def methods(config) -> tuple[str, ...]:
+  """Every model a run evaluates: :data:`METHODS` and the extra styles' SFT models."""
+  return METHODS + sft_names(config)[len(SFT_SETS):]
 TOKENIZER = transformer.Tokenizer(symbols=calm_data.SYMBOLS)
 EOS = TOKENIZER.special("<eos>")
 PAD = TOKENIZER.pad_id
@@ -85,6 +96,10 @@ def _check_config(config) -> None:
     lv = tuple(config[name])
     if not lv or any(x not in calm_data.LEVELS for x in lv):
       raise ValueError(f"config.{name} must name levels of {tuple(calm_data.LEVELS)}, got {lv}")
+  extra = tuple(config.get("extra_styles", ()))
+  if any(x not in calm.STYLES[2:] for x in extra) or len(set(extra)) != len(extra):
+    raise ValueError(f"config.extra_styles must name distinct styles of {calm.STYLES[2:]}, "
+                     f"got {extra}")
   if len(tuple(config.base_weights)) != len(tuple(config.base_levels)):
     raise ValueError(f"config.base_weights must give one weight per base level, got "
                      f"{tuple(config.base_weights)} for {tuple(config.base_levels)}")
@@ -351,12 +366,16 @@ def sft_sets(config, gen, problems, seed: int, scorer):
   sets["direct"] = (list(range(len(problems))),
                     [calm.render(p.gold, "teacher") for p in problems])
   sets["styled"] = (list(range(len(problems))), [calm.render(p.gold, "base") for p in problems])
+  for style in config.get("extra_styles", ()):
+    sets[f"direct_{style}"] = (list(range(len(problems))),
+                               [calm.render(p.gold, style) for p in problems])
   budget = min(sum(len(a) + 1 for a in answers) for _, answers in sets.values())
   stats["sft_tokens"] = float(budget)
   out = {}
-  for j, (name, (idx, answers)) in enumerate(sorted(sets.items())):
+  order = ("calm", "direct", "random", "styled") + tuple(sorted(sets))  # a fixed key per set
+  for name, (idx, answers) in sets.items():
     sub = calm.token_matched_subset(np.array([len(a) + 1 for a in answers], np.int64), budget,
-                                    jax.random.fold_in(key, 100 + j))
+                                    jax.random.fold_in(key, 100 + order.index(name)))
     out[name] = ([prompts[idx[i]] for i in sub], [answers[i] for i in sub])
     stats[f"{name}_sft_rows"] = float(len(sub))
     stats[f"{name}_sft_tokens"] = float(sum(len(answers[i]) + 1 for i in sub))
@@ -381,7 +400,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   levels = tuple(config.eval_levels)
   # the gold formulations re-solve to their stored optima (the language round trip)
   roundtrip = []
-  reasons: dict[str, dict[str, float]] = {m: {} for m in METHODS}
+  reasons: dict[str, dict[str, float]] = {m: {} for m in methods(config)}
   for s in range(int(config.num_seeds)):
     seed = int(config.seed) + s
     t0 = time.perf_counter()
@@ -393,7 +412,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     times["correct"] += time.perf_counter() - t0
     t0 = time.perf_counter()
     models = {"base": base}
-    for name in SFT_SETS:
+    for name in sft_names(config):
       prompts, answers = sets[name]
       if not prompts:  # nothing kept (an untrained base in a tiny run): no fine-tuning
         models[name] = base
@@ -416,7 +435,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     roundtrip.extend(calm.verify(calm.render(p.gold, st), p.optimum).correct
                      for p in ev[:20] for st in ("base", "teacher"))
     lv_of = np.array([p.level for p in ev])
-    for name in METHODS:
+    for name in methods(config):
       correct, verdicts, outs = evaluate(config, models[name], ev, scorer)
       add(f"{name}_acc", np.mean([correct[lv_of == lv].mean() for lv in levels]))
       for lv in levels:

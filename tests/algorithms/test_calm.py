@@ -23,12 +23,12 @@ def problems():
 
 
 def test_every_template_round_trips_and_two_solvers_agree(problems):
-  """Both styles parse back to the gold model and re-solve to the stored optimum (HiGHS);
+  """Every style parses back to the gold model and re-solve to the stored optimum (HiGHS);
   CBC agrees on every template and level; binary models agree with enumeration."""
   seen = set()
   for p in problems:
     seen.add((p.template, p.level))
-    for style in ("base", "teacher"):
+    for style in calm.STYLES:
       tokens = calm.render(p.gold, style)
       assert calm.parse(tokens) == p.gold
       v = calm.verify(tokens, p.optimum)
@@ -50,6 +50,14 @@ def test_every_template_round_trips_and_two_solvers_agree(problems):
           best = val if best is None else (max if p.gold.sense == "max" else min)(best, val)
       assert best == pytest.approx(p.optimum)
   assert {t for t, _ in seen} == set(calm_data.TEMPLATES)
+  knap = next(p for p in problems if p.template == "knapsack").gold
+  lines = {st: _lines(calm.render(knap, st)) for st in calm.STYLES}
+  assert [ln[0] for ln in lines["base"]] == ["v", "o", "c1"]
+  assert [ln[0] for ln in lines["reordered"]] == ["o", "c1", "v"]
+  assert [ln[0] for ln in lines["unlabelled"]] == ["bin", "max", "le"]
+  assert [ln[0] for ln in lines["teacher"]] == ["max", "le", "bin"]
+  with pytest.raises(ValueError, match="style must be one of"):
+    calm.render(knap, "latex")
 
 
 def test_infeasible_and_unbounded_map_to_their_statuses():

@@ -105,7 +105,8 @@ def test_claims_on_hand_made_metrics():
 def test_bad_config():
   for key, value, match in (("base_levels", (0, 2), "base_levels"),
                             ("eval_levels", (1, 9), "eval_levels"),
-                            ("base_weights", (1.0,), "base_weights")):
+                            ("base_weights", (1.0,), "base_weights"),
+                            ("extra_styles", ("teacher",), "extra_styles")):
     config = registry.load_config("calm", "tiny")
     with config.unlocked():
       setattr(config, key, value)

@@ -34,6 +34,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.sft_steps = 40
   c.sft_batch_size = 16
   c.sft_learning_rate = 3e-4  # a tenth of the base model's
+  c.extra_styles = ()  # direct SFT on the gold in these styles too (configs/styles.py)
   # --- RL (GRPO, solver reward) from CALM-SFT and from direct SFT
   c.rl_temperature = 1.0  # RL's samples
   c.rl_steps = 8
