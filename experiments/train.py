@@ -716,8 +716,17 @@ def grpo_update(cfg, optimizer: optax.GradientTransformation, beta: float,
 
 
 @functools.lru_cache(maxsize=None)
-def grpo_step(cfg, learning_rate: float, beta: float, clip_eps: float = 0.2):
+def grpo_step(cfg, learning_rate: float, beta: float, clip_eps: float = 0.2,
+              mesh: jax.sharding.Mesh | None = None):
   """``(optimizer, jitted step)``: :func:`grpo_update` with Adam at ``learning_rate``, one
-  compile per config and hyperparameters (suco's SAPO, calm's solver-rewarded RL)."""
+  compile per config, hyperparameters and mesh (suco's SAPO, calm's solver-rewarded RL).
+  On a ``mesh`` the sequences, masks and actions are split over its ``data`` axis (their
+  row count must divide by it), the parameters, optimizer state and the ``(P, G)`` rewards
+  replicated."""
   optimizer = optax.adam(learning_rate)
-  return optimizer, jax.jit(grpo_update(cfg, optimizer, beta, clip_eps))
+  update = grpo_update(cfg, optimizer, beta, clip_eps)
+  if mesh is None:
+    return optimizer, jax.jit(update)
+  rep, data = sharding.replicated(mesh), sharding.data_sharding(mesh)
+  return optimizer, jax.jit(update, in_shardings=(rep, rep, rep, data, data, data, rep),
+                            out_shardings=(rep, rep, rep))

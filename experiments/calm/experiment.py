@@ -21,17 +21,19 @@ The run:
    * **control**: the same attempts, cut at a random line boundary instead;
    * **direct SFT**: the problems' gold formulations in the teacher's style (unlabelled, the
      domain line last: a stronger model's written-out solution, not the base model's way);
+   * **styled** (our ablation): the gold formulations in the base model's own style, what
+     CALM would give if every attempt were repaired; and, per ``extra_styles``, direct SFT
+     on the gold with one of the teacher's two differences (``configs/styles.py``);
 
-   the three sets cut to the same number of target tokens (the smallest of the three,
+   the sets cut to the same number of target tokens (the smallest set's,
    :func:`reprojax.algorithms.calm.token_matched_subset`), and each fine-tunes the base for
    ``sft_steps`` steps (same batch, same learning rate): equal training tokens;
 3. **RL**: GRPO (:mod:`reprojax.algorithms.policy_gradient`, a k3 KL to the SFT model) with
    the solver reward (1 when the written model's optimum matches the gold one), from CALM-SFT
    and from direct SFT, ``rl_steps`` steps of ``rl_questions`` problems x ``group`` samples;
 4. **Evaluation**: greedy answers to ``eval_per_level`` held-out problems per level, scored
-   by the paper's metric (the optimal value matches), for the base, direct SFT, CALM-SFT,
-   the control, and both RL models; the reasons of the failures (parse, infeasible,
-   unbounded, wrong optimum).
+   by the paper's metric (the optimal value matches), for the base, every SFT model and both
+   RL models; the reasons of the failures (parse, infeasible, unbounded, wrong optimum).
 
 The teacher's style differs from the base model's on purpose: it is the paper's premise
 ("written-out solutions ... interfere with the model's own way of solving the task"), and
@@ -66,16 +68,6 @@ from reprojax.models import transformer
 METHODS = ("base", "direct", "styled", "calm", "random", "direct_rl", "calm_rl")
 SFT_SETS = ("direct", "styled", "calm", "random")
 
-
-def sft_names(config) -> tuple[str, ...]:
-  """The SFT sets of a run: :data:`SFT_SETS` and, per ``config.extra_styles``, direct SFT on
-  the gold in that style (``direct_<style>``: the teacher's differences one at a time)."""
-  return SFT_SETS + tuple(f"direct_{s}" for s in config.get("extra_styles", ()))
-
-
-def methods(config) -> tuple[str, ...]:
-  """Every model a run evaluates: :data:`METHODS` and the extra styles' SFT models."""
-  return METHODS + sft_names(config)[len(SFT_SETS):]
 TOKENIZER = transformer.Tokenizer(symbols=calm_data.SYMBOLS)
 EOS = TOKENIZER.special("<eos>")
 PAD = TOKENIZER.pad_id
@@ -89,6 +81,17 @@ CONFIG_RANGES = {"base_steps": _POS, "sft_steps": _POS, "batch_size": _POS,
                  "rl_questions": _POS, "group": (1.5, float("inf")),
                  "rl_learning_rate": (0.0, 1.0), "rl_beta": (0.0, float("inf")),
                  "eval_per_level": _POS, "num_seeds": _POS}
+
+
+def sft_names(config) -> tuple[str, ...]:
+  """The SFT sets of a run: :data:`SFT_SETS` and, per ``config.extra_styles``, direct SFT on
+  the gold in that style (``direct_<style>``: the teacher's differences one at a time)."""
+  return SFT_SETS + tuple(f"direct_{s}" for s in config.get("extra_styles", ()))
+
+
+def methods(config) -> tuple[str, ...]:
+  """Every model a run evaluates: :data:`METHODS` and the extra styles' SFT models."""
+  return METHODS + sft_names(config)[len(SFT_SETS):]
 
 
 def _check_config(config) -> None:
@@ -285,12 +288,13 @@ def evaluate(config, params, problems, scorer) -> tuple[np.ndarray, list[calm.Ve
 # ----------------------------------------------------------------------------- RL
 
 
-def rl(config, sft_params, seed: int, scorer) -> tuple[Any, float]:
-  """``rl_steps`` GRPO steps from ``sft_params`` with the solver reward; returns the
+def rl(config, sft_params, seed: int, scorer, mesh=None) -> tuple[Any, float]:
+  """``rl_steps`` GRPO steps from ``sft_params`` with the solver reward (the update's rows
+  split over ``mesh``'s ``data`` axis when given; sampling runs on one device); returns the
   parameters and the mean reward of the last quarter of the steps."""
   cfg = model_config(config)
   optimizer, step = train.grpo_step(cfg, float(config.rl_learning_rate),
-                                    float(config.rl_beta), 0.2)
+                                    float(config.rl_beta), 0.2, mesh)
   params, opt_state = sft_params, optimizer.init(sft_params)
   pad, _ = lengths(config)
   n_new = new_tokens(config)
@@ -303,12 +307,12 @@ def rl(config, sft_params, seed: int, scorer) -> tuple[Any, float]:
     gen = llama.generate(cfg, params, ids, mask, max_new_tokens=n_new, eos_ids=(EOS,),
                          pad_id=PAD, temperature=float(config.rl_temperature),
                          key=jax.random.fold_in(jax.random.key(seed), t))
-    tokens = np.asarray(gen.tokens_BxN)
-    n_act = np.asarray(gen.lengths_B) + np.asarray(gen.stopped_B)
+    tokens, lengths_b = np.asarray(gen.tokens_BxN), np.asarray(gen.lengths_B)
+    n_act = lengths_b + np.asarray(gen.stopped_B)
     acts = np.arange(tokens.shape[1])[None] < n_act[:, None]
     r = np.zeros(nq * g, np.float32)
     for i in range(nq * g):
-      row = [int(x) for x in tokens[i, :int(gen.lengths_B[i])]]
+      row = [int(x) for x in tokens[i, :lengths_b[i]]]
       if all(x >= len(TOKENIZER.specials) for x in row):
         r[i] = float(scorer(TOKENIZER.decode(row), probs[i // g]).correct)
     seq = np.concatenate([ids, tokens], 1).astype(np.int32)
@@ -386,6 +390,11 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   """The run of the module docstring; returns the metrics."""
   _check_config(config)
   mesh = sharding.config_mesh(config)
+  if int(config.rl_steps) > 0 and (int(config.rl_questions) * int(config.group)) % \
+      mesh.shape[sharding.DATA]:
+    raise ValueError(f"config.rl_questions x config.group ({config.rl_questions} x "
+                     f"{config.group}) must be a multiple of the mesh's data axis "
+                     f"({mesh.shape[sharding.DATA]} devices): RL's rows are split over it")
   _, row = lengths(config)
   scorer = _Scorer()
   per: dict[str, list[float]] = {}
@@ -425,7 +434,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     t0 = time.perf_counter()
     for name in ("direct", "calm"):
       if int(config.rl_steps) > 0:
-        models[f"{name}_rl"], reward = rl(config, models[name], seed, scorer)
+        models[f"{name}_rl"], reward = rl(config, models[name], seed, scorer, mesh)
       else:
         models[f"{name}_rl"], reward = models[name], np.nan
       add(f"{name}_rl_reward", reward)
@@ -583,7 +592,6 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   seq = row + new_tokens(config)
   nq, g = int(config.rl_questions), int(config.group)
   optimizer = optax.adam(float(config.rl_learning_rate))
-  update = train.grpo_update(cfg, optimizer, float(config.rl_beta), 0.2)
 
   shapes = (jax.ShapeDtypeStruct((nq * g, seq), jnp.int32),
             jax.ShapeDtypeStruct((nq * g, seq), jnp.bool_),
@@ -605,8 +613,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
     args = (params, optimizer.init(params), params, ids, mask, acts, rewards)
 
   def build(mesh):
-    rep, data = sharding.replicated(mesh), sharding.data_sharding(mesh)
-    return jax.jit(update, in_shardings=(rep, rep, rep, data, data, data, rep),
-                   out_shardings=(rep, rep, rep))
+    return train.grpo_step(cfg, float(config.rl_learning_rate), float(config.rl_beta), 0.2,
+                           mesh)[1]
 
   return sharding.Step(build=build, args=args)

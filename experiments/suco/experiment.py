@@ -239,10 +239,12 @@ def _tokens_of_steps(chains: suco_data.Chains, steps: np.ndarray) -> np.ndarray:
   return ends[np.arange(len(steps)), steps].astype(np.float64)
 
 
-def sapo(config, cfg, mft_params, chains: suco_data.Chains, msc_tokens: np.ndarray, seed: int):
+def sapo(config, cfg, mft_params, chains: suco_data.Chains, msc_tokens: np.ndarray, seed: int,
+         mesh=None):
   """``sapo_steps`` GRPO steps from MFT on the MSC questions; returns the parameters and the
   mean reward of the last quarter of the steps."""
-  optimizer, step = train.grpo_step(cfg, float(config.sapo_lr), float(config.sapo_beta), 0.2)
+  optimizer, step = train.grpo_step(cfg, float(config.sapo_lr), float(config.sapo_beta), 0.2,
+                                    mesh)
   params, opt_state = mft_params, optimizer.init(mft_params)
   tracker = suco.tracker_init(len(msc_tokens))
   nq, g = int(config.sapo_questions), int(config.group)
@@ -282,6 +284,11 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   task = task_of(config)
   cfg = model_config(config)
   mesh = sharding.config_mesh(config)
+  if int(config.sapo_steps) > 0 and (int(config.sapo_questions) * int(config.group)) % \
+      mesh.shape[sharding.DATA]:
+    raise ValueError(f"config.sapo_questions x config.group ({config.sapo_questions} x "
+                     f"{config.group}) must be a multiple of the mesh's data axis "
+                     f"({mesh.shape[sharding.DATA]} devices): SAPO's rows are split over it")
   levels = list(config.eval_levels)
   per: dict[str, list[float]] = {}
 
@@ -310,7 +317,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                             batch=int(config.batch_size), lr=float(config.mft_lr),
                             seed=seed + 7, mesh=mesh)
     msc_tokens = _tokens_of_steps(msc_ch, msc)
-    sapo_params, reward = (sapo(config, cfg, mft, msc_ch, msc_tokens, seed)
+    sapo_params, reward = (sapo(config, cfg, mft, msc_ch, msc_tokens, seed, mesh)
                            if int(config.sapo_steps) > 0 else (mft, np.nan))
     add("sapo_reward", reward)
     ev = suco_data.sample(task, int(config.eval_per_level) * len(levels), 3000 + seed, levels)
