@@ -164,7 +164,8 @@ def copies_gold(hint: Sequence[Any], gold_lines: Sequence[lang.Line]) -> bool:
 
 class Correction(NamedTuple):
   """A trajectory after CALM: its final tokens (hints included, eos excluded), the hints
-  inserted, their tokens, whether it now writes the gold formulation, and its first draft."""
+  inserted, their tokens, whether it is accepted at the end (``correct``'s ``accept``: by
+  default it writes the gold lines), and its first draft."""
 
   trajectory: tuple[Any, ...]
   hints: int
