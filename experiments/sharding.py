@@ -58,6 +58,15 @@ def replicated(mesh: Mesh) -> NamedSharding:
   return NamedSharding(mesh, P())
 
 
+def check_rows(rows: int, mesh: Mesh, what: str) -> None:
+  """``ValueError`` unless ``rows`` (the rows a step splits over ``data``, described by
+  ``what``: the config fields that make them) divide evenly over the mesh's ``data`` axis."""
+  n = mesh.shape[DATA]
+  if int(rows) % n:
+    raise ValueError(f"{what} ({int(rows)} rows) must be a multiple of the mesh's data axis "
+                     f"({n} devices): the rows are split over it")
+
+
 def leaf_spec(shape: tuple[int, ...], mesh: Mesh) -> P:
   """The partition rule for one state leaf (see the module docstring)."""
   model = mesh.shape.get(MODEL, 1)

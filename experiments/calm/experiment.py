@@ -390,11 +390,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   """The run of the module docstring; returns the metrics."""
   _check_config(config)
   mesh = sharding.config_mesh(config)
-  if int(config.rl_steps) > 0 and (int(config.rl_questions) * int(config.group)) % \
-      mesh.shape[sharding.DATA]:
-    raise ValueError(f"config.rl_questions x config.group ({config.rl_questions} x "
-                     f"{config.group}) must be a multiple of the mesh's data axis "
-                     f"({mesh.shape[sharding.DATA]} devices): RL's rows are split over it")
+  if int(config.rl_steps) > 0:
+    sharding.check_rows(int(config.rl_questions) * int(config.group), mesh,
+                        "config.rl_questions x config.group")
   _, row = lengths(config)
   scorer = _Scorer()
   per: dict[str, list[float]] = {}

@@ -284,11 +284,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   task = task_of(config)
   cfg = model_config(config)
   mesh = sharding.config_mesh(config)
-  if int(config.sapo_steps) > 0 and (int(config.sapo_questions) * int(config.group)) % \
-      mesh.shape[sharding.DATA]:
-    raise ValueError(f"config.sapo_questions x config.group ({config.sapo_questions} x "
-                     f"{config.group}) must be a multiple of the mesh's data axis "
-                     f"({mesh.shape[sharding.DATA]} devices): SAPO's rows are split over it")
+  if int(config.sapo_steps) > 0:
+    sharding.check_rows(int(config.sapo_questions) * int(config.group), mesh,
+                        "config.sapo_questions x config.group")
   levels = list(config.eval_levels)
   per: dict[str, list[float]] = {}
 

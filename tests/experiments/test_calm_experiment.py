@@ -192,3 +192,13 @@ def test_sft_sets_on_a_scripted_model():
     assert answer == calm.render(by_prompt[prompt].gold, "teacher")
   for prompt, answer in zip(*sets["styled"]):
     assert answer == calm.render(by_prompt[prompt].gold, "base")
+
+
+def test_rl_rows_must_divide_the_mesh():
+  config = registry.load_config("calm", "tiny")
+  with config.unlocked():
+    config.rl_questions, config.group = 3, 3
+  n = jax.device_count()  # the mesh takes them all; the tests run on 8
+  with pytest.raises(ValueError, match=r"config.rl_questions x config.group \(9 rows\) must be "
+                     rf"a multiple of the mesh's data axis \({n} devices\)"):
+    experiment.run(config, "/tmp/unused")
