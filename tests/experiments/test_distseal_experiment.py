@@ -13,6 +13,7 @@ import pytest
 from reprojax.experiments import config_check
 from reprojax.experiments import registry
 from reprojax.experiments.distseal import experiment
+from reprojax.experiments.distseal.configs import generator
 from reprojax.experiments.distseal.configs import medium
 
 
@@ -35,15 +36,21 @@ def check_tiny_run(config, m, workdir, again):
   assert os.path.isfile(workdir / "tradeoff.png")
   runs = sorted(str(p.parent.relative_to(workdir)) for p in workdir.glob("**/checkpoints"))
   seeds = [f"seed{int(config.seed) + 1 + s}" for s in range(int(config.num_seeds))]
-  assert runs == sorted(["autoencoder"] + [f"{s}/{r}" for s in seeds for r in
-                                           ("latent", "pixel", "distill_latent", "distill_pixel")])
+  assert runs == sorted(["autoencoder", "generator"] + [
+      f"{s}/{r}" for s in seeds for r in ("latent", "pixel", "distill_latent", "distill_pixel",
+                                          "generator")])
   for run in runs:
     with open(workdir / run / "metrics.jsonl") as f:
       steps = [json.loads(line)["step"] for line in f]
     assert steps and len(steps) == len(set(steps)), (run, steps)  # the rerun trained nothing
   assert [c.id for c in experiment.claims(config, m)] == [
       "latent_embedding_faster", "competitive_robustness", "decoder_distilled",
-      "distilled_latent_beats_pixel", "null_flags_rarely"]
+      "generator_distilled", "distilled_latent_beats_pixel", "null_flags_rarely"]
+  # the generator distillation's figures (the tiny config turns it on; quick does not)
+  for name in ("generator_acc_identity", "generator_tpr_identity", "generator_base_flagged",
+               "generator_base_acc"):
+    assert 0.0 <= m[name] <= 1.0, name
+  assert m["generator_psnr_to_base"] > 0.0
   np.testing.assert_equal({k: v for k, v in again.items() if k not in _TIMINGS},
                           {k: v for k, v in m.items() if k not in _TIMINGS})
 
@@ -127,8 +134,32 @@ def test_bad_config(tmp_path):
 
 def test_medium_config_is_quick_trained_longer():
   """``configs/medium.py`` (not a registered scale) passes the config check and differs from
-  the quick config in its training lengths alone."""
+  the quick config in its training lengths alone (the generator's turned on)."""
   longer, quick = medium.get_config(), _config("quick")
   config_check.validate(longer, config_check.paper_ranges("distseal"), check_mesh=False)
   differs = {k for k in quick.keys() if longer[k] != quick[k]}
-  assert differs == {"scale", "wm_steps", "distill_steps"}
+  assert differs == {"scale", "wm_steps", "distill_steps", "gen_steps", "gen_finetune_steps"}
+
+
+def test_generator_claim_on_hand_made_metrics():
+  """The generator's claim appears only with its metrics (``gen_steps > 0``), and holds at a
+  TPR of 0.9, not below."""
+  config = _config("quick")
+  m = _metrics()
+  m.update({"generator_tpr_identity": 0.9, "generator_tpr_jpeg": 0.5, "gen_samples": 600.0,
+            "generator_acc_identity": 0.95, "generator_base_flagged": 0.0,
+            "generator_psnr_to_base": 25.0})
+  c = {x.id: x for x in experiment.claims(config, m)}
+  assert c["generator_distilled"].holds and c["generator_distilled"].kind == "paper"
+  m["generator_tpr_identity"] = 0.89
+  assert not {x.id: x for x in experiment.claims(config, m)}["generator_distilled"].holds
+
+
+def test_generator_config_is_quick_with_the_generator_on():
+  """``configs/generator.py`` (not a registered scale) is the quick config with the
+  generator's training turned on, nothing else."""
+  g, q = generator.get_config(), _config("quick")
+  config_check.validate(g, config_check.paper_ranges("distseal"), check_mesh=False)
+  assert g.gen_steps > 0 and q.gen_steps == 0
+  diff = {k for k in q.keys() if q[k] != g[k]}
+  assert diff == {"scale", "gen_steps"}, diff

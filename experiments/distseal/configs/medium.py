@@ -7,7 +7,9 @@ claims held, `results/distseal/medium/results.json`). Not a registered scale (`m
 runs the quick config, within its 30-minute total): the run that asks whether the quick
 run's two failing claims, both about distillation, follow from its teachers' training
 (they read 0.80-0.82 of the bits unedited after 1,000 steps). Everything but the lengths is
-the quick config's, thresholds included.
+the quick config's, thresholds included; since 2026-12-06 it also distils the latent
+watermark into a latent generator (``gen_steps``, as ``configs/generator.py`` does at the
+quick lengths), which the quick budget cannot hold.
 """
 
 from reprojax.experiments.distseal.configs import quick
@@ -18,4 +20,6 @@ def get_config():
   c.scale = "medium"
   c.wm_steps = 3000
   c.distill_steps = 900
+  c.gen_steps = 3000
+  c.gen_finetune_steps = 1800  # three times the quick length, as the other trainings
   return c

@@ -45,6 +45,13 @@ def get_config() -> ml_collections.ConfigDict:
   c.distill_steps = 300
   c.distill_learning_rate = 1e-3
   c.bit_weight = 0.1  # the public code's DC-AE weight of the extractor's BCE
+  # --- generator distillation (0 steps: off; configs/generator.py turns it on)
+  c.gen_steps = 0  # the base latent generator's flow-matching steps
+  c.gen_finetune_steps = 600  # the copy fine-tuned on the watermarked latents
+  c.gen_hidden = (256, 256, 256)  # the flow MLP's widths
+  c.gen_learning_rate = 1e-3
+  c.gen_samples = 600  # samples of each generator evaluated
+  c.gen_sample_steps = 20  # Euler steps of the sampler
   # --- evaluation
   c.strength_grid = (0.25, 0.5, 0.71, 1.0, 1.41, 2.0, 4.0)
   c.fpr = 1e-3

@@ -23,4 +23,9 @@ def get_config():
   c.strength_grid = (0.5, 1.0, 2.0)
   c.timing_batch = 16
   c.timing_repeats = 3
+  c.gen_steps = 8
+  c.gen_finetune_steps = 4
+  c.gen_hidden = (32, 32)
+  c.gen_samples = 32
+  c.gen_sample_steps = 4
   return c
