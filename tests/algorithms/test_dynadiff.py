@@ -104,8 +104,12 @@ def test_environment_regions():
 
 def test_prompter_reads_the_linear_operator_of_a_linear_system():
   """For the (linear) oscillator the least-squares one-step operator is exp(M dt): its
-  invariants tr(A)/2 and log|det A| = tr(M) dt = -2 zeta omega dt are read off (to 1e-2:
-  the fit centres past and future on one mean and is ridge-regularised)."""
+  invariants tr(A)/2 and log|det A| = tr(M) dt = -2 zeta omega dt are read off (to 1e-2).
+  The tolerance is the estimator's bias, measured: ours centres past and future on one
+  mean (and adds a 1e-4 ridge), which puts tr(A)/2, tr(A^2)/2 and log|det A| 1.8e-3,
+  5.3e-3 and 1.6e-3 from exp(M dt) on this sequence, where a fit with an intercept (past
+  and future on their own means, numpy's lstsq) is exact to 1e-7. Switching to it moves
+  every dynadiff result (issue 24, not done yet)."""
   omega, zeta = 1.7, 0.2
   p, x0 = np.array([omega, zeta], np.float32), np.array([0.9, 0.3], np.float32)
   obs = np.asarray(dyn_data.simulate("oscillator", p, x0, 24))

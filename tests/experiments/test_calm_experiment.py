@@ -146,15 +146,32 @@ def test_stop_and_resume_is_bit_identical(tmp_path):
 
 
 def test_rl_runs_a_step_on_the_solver_reward():
-  """One GRPO step from random parameters: finite, moves the parameters, and its reward is
-  the scorer's verdict on the samples (0 for a random model)."""
+  """One GRPO step from random parameters with a scorer that rewards every other sample
+  (so a group's rewards differ): the parameters move, the reward is the
+  scorer's mean; with every reward 0 (no advantage, the KL zero at the reference) they
+  stay put but for rounding (Adam's first step is about its learning rate where a gradient
+  is real, 3e-4 here)."""
   config = registry.load_config("calm", "tiny")
   cfg = experiment.model_config(config)
   params = jax.device_get(llama.init(cfg, jax.random.key(0)))
+
+  class Half:  # right, wrong, right, ...: a group's samples are scored one after another
+    calls = 0
+
+    def __call__(self, trajectory, problem):
+      del trajectory, problem
+      self.calls += 1
+      ok = self.calls % 2 == 1
+      return calm.Verdict(ok, "correct" if ok else "wrong optimum", 0.0)
+
+  def moved(new):
+    return max(float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(new),
+                                                            jax.tree.leaves(params)))
+
+  new, reward = experiment.rl(config, params, 0, Half())
+  assert 0.0 < reward < 1.0 and moved(new) > 1e-4
   new, reward = experiment.rl(config, params, 0, experiment._Scorer())  # pylint: disable=protected-access
-  assert reward == 0.0
-  moved = jax.tree.map(lambda a, b: float(np.max(np.abs(a - b))), new, params)
-  assert all(np.isfinite(jax.tree.leaves(moved)))
+  assert reward == 0.0 and moved(new) < 1e-5
 
 
 def test_sft_sets_on_a_scripted_model():
