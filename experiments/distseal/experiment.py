@@ -489,15 +489,10 @@ def _generated_program(config_json: str):
   shape = nets.input_shape("latent", n)
   velocity = _velocity(config_json)
 
-  def sample(params, noise):
-    def step(i, x):
-      t = jnp.full(x.shape[:1], i / steps, x.dtype)
-      return x + velocity(params, x, t) / steps
-    return jax.lax.fori_loop(0, steps, step, noise)
-
   def program(ae_params, base, tuned, wm_params, mu, sd, message, key):
     noise = jax.random.normal(jax.random.fold_in(key, 7), (n, int(np.prod(shape[1:]))))
-    images = [nets.decode(ae_params, (sample(p, noise) * sd + mu).reshape(shape))
+    images = [nets.decode(ae_params, (fm.euler_sample(functools.partial(velocity, p), noise,
+                                                      steps) * sd + mu).reshape(shape))
               for p in (base, tuned)]
     m = jnp.broadcast_to(message, (n, message.shape[-1]))
     res = {"psnr_to_base": jnp.mean(distseal.psnr(images[1], images[0]))}
