@@ -12,7 +12,13 @@
   variable, a probabilistic detector that sees one noisy Gaussian score per
   hazard, the exact Bayes posterior, and the detector's reported probabilities
   (the posterior sharpened by a temperature, an over-confident detector).
-* Loss matrices (actions x labels), mild and severe, and critical-mistake masks.
+* :func:`radiograph_benchmark`: a synthetic 4-class stand-in for the paper's COVID
+  chest-radiograph task (labels in the authors' order normal / pneumonia / COVID-19 /
+  lung opacity, class shares of the COVID-19 Radiography Database), Gaussian features,
+  the exact posterior and an over-confident detector, as the hazard benchmark.
+* Loss matrices (actions x labels), mild and severe, the paper's COVID matrices
+  (Lambda0, Lambda1) and its driving matrix (4 actions, collision cost 60), and
+  critical-mistake masks.
 
 The paper's experiments use a COVID chest-image task and a driving-scene hazard
 benchmark; neither is reachable offline, so these are our stand-ins (see the
@@ -183,9 +189,88 @@ def hazard_losses() -> dict[str, np.ndarray]:
   return out
 
 
+def driving_loss() -> np.ndarray:
+  """The paper's driving loss (actions keep/left/right/stop x 8 states), collision cost 60.
+
+  The scene's three indicators are read as (right, left, ahead) = (h0, h1, h2), so
+  y = h0 + 2 h1 + 4 h2 is the authors' index 4 ahead + 2 left + right. Keeping the
+  lane costs 60 if the way ahead is blocked; turning costs 60 into a blocked side,
+  plus 3, plus 2 when the way ahead was free (an unneeded turn); stopping costs 2
+  when blocked ahead and 6 when free. float32 (4, 8).
+  """
+  right, left, ahead = hazard_states().T.astype(np.float32)
+  keep = 60.0 * ahead
+  turn_extra = 3.0 + 2.0 * (1.0 - ahead)
+  stop = np.where(ahead > 0, 2.0, 6.0)
+  return np.stack([keep, 60.0 * left + turn_extra, 60.0 * right + turn_extra, stop]).astype(
+      np.float32)
+
+
+def driving_critical() -> np.ndarray:
+  """The paper's driving critical mistake: any action with loss >= 60 (a collision). bool (4, 8)."""
+  return driving_loss() >= 60.0
+
+
 def hazard_critical() -> np.ndarray:
   """Critical mistake: proceeding into any hazard (a collision). bool (3, 8)."""
   c = np.zeros((3, 8), bool)
   c[0, 1:] = True
   return c
 
+
+
+# --------------------------------------------------------------------------- radiographs
+
+
+RADIOGRAPH_LABELS = ("normal", "pneumonia", "covid19", "lung_opacity")  # the authors' order
+RADIOGRAPH_ACTIONS = ("no_action", "antibiotics", "quarantine", "additional_testing")
+# Images per class in the COVID-19 Radiography Database (Chowdhury et al. 2020; Rahman et
+# al. 2021): normal 10,192, viral pneumonia 1,345, COVID-19 3,616, lung opacity 6,012.
+RADIOGRAPH_COUNTS = (10192, 1345, 3616, 6012)
+
+
+def radiograph_benchmark(key: jax.Array, n: int, temperature: float = 0.7,
+                         separation: float = 2.5) -> HazardData:
+  """n synthetic radiograph cases and a 4-class detector's outputs (pure function of ``key``).
+
+  Labels from the database's class shares; features x = separation e_y + N(0, I_4); the
+  exact posterior over the 4 classes, and the detector reports
+  softmax(log posterior / temperature) (over-confident for temperature < 1). A stand-in
+  for the paper's cached COVID probabilities, which are not public.
+  """
+  if n < 1:
+    raise ValueError(f"n must be >= 1, got {n}")
+  if not temperature > 0 or not separation > 0:
+    raise ValueError(f"temperature and separation must be > 0, got {temperature}, {separation}")
+  return _radiograph_sample(key, jnp.asarray(temperature, jnp.float32),
+                            jnp.asarray(separation, jnp.float32), n)
+
+
+@functools.partial(jax.jit, static_argnames="n")
+def _radiograph_sample(key, temperature, separation, n):
+  prior = jnp.asarray(RADIOGRAPH_COUNTS, jnp.float32)
+  prior = prior / prior.sum()
+  k_y, k_x = jax.random.split(key)
+  labels = jax.random.categorical(k_y, jnp.log(prior), shape=(n,))
+  means = separation * jnp.eye(4)
+  x = means[labels] + jax.random.normal(k_x, (n, 4))
+  logpost = jnp.log(prior)[None] - 0.5 * ((x[:, None, :] - means[None]) ** 2).sum(-1)
+  return HazardData(jax.nn.softmax(logpost / temperature, axis=-1),
+                    jax.nn.softmax(logpost, axis=-1), labels.astype(jnp.int32))
+
+
+def radiograph_losses() -> dict[str, np.ndarray]:
+  """The paper's COVID losses (actions x labels): Lambda0, and Lambda1 (x10 on every wrong
+  action for a sick label except additional testing). float32 (4, 4) each."""
+  lambda0 = np.array([[0, 8, 8, 6], [10, 0, 7, 3], [10, 7, 0, 2], [9, 6, 6, 0]], np.float32)
+  lambda1 = lambda0.copy()
+  lambda1[1:, :3] *= 10.0
+  return {"lambda0": lambda0.T.copy(), "lambda1": lambda1.T.copy()}
+
+
+def radiograph_critical(loss_AxY: np.ndarray) -> np.ndarray:
+  """The paper's COVID critical mistake: a sick label's worst action (no action). bool (4, 4)."""
+  c = np.zeros(loss_AxY.shape, bool)
+  for y in range(1, loss_AxY.shape[1]):
+    c[np.argmax(loss_AxY[:, y]), y] = True
+  return c

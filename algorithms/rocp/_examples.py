@@ -9,7 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from reprojax.algorithms._common import Example
-from reprojax.algorithms.rocp import aps
+from reprojax.algorithms.rocp import aps_mapie
+from reprojax.algorithms.rocp import aps_paper
+from reprojax.algorithms.rocp import critical_rates_by_label
+from reprojax.algorithms.rocp import decision_calibrate
+from reprojax.algorithms.rocp import maxmin_action
+from reprojax.algorithms.rocp import rac_global_level
+from reprojax.algorithms.rocp import recalibrate
+from reprojax.algorithms.rocp import socop
 from reprojax.algorithms.rocp import best_response
 from reprojax.algorithms.rocp import calibrate
 from reprojax.algorithms.rocp import conformal_quantile
@@ -89,6 +96,20 @@ def _metrics_args(key):
           _loss(k4), jnp.asarray(critical), jnp.asarray(0.1))
 
 
+def _dc_args(key):
+  k1, k2 = jax.random.split(key)
+  return _probs(k1, _N), jax.random.randint(k2, (_N,), 0, _Y)
+
+
+def _decision_calibrate(probs, labels):
+  """Two short rounds from a fixed key (the key is not an array argument the fuzzer spoils)."""
+  return decision_calibrate(jax.random.key(0), probs, labels, _A, rounds=2, steps=5)
+
+
+def _recalibrate(probs, labels, probs_test):
+  return recalibrate(_decision_calibrate(probs, labels), probs_test)
+
+
 _BAD_PROBS = np.full((_N, _Y), 0.3, np.float32)  # rows sum to 1.2
 _BAD_SPLIT = (_BAD_PROBS, np.zeros((_N,), np.int32), np.full((_M, _Y), 0.25, np.float32),
               np.ones((_A, _Y), np.float32), 0.2)
@@ -108,9 +129,28 @@ EXAMPLES = (
     Example("rocp_full", rocp, _split_args, bad_args=_BAD_SPLIT),
     Example("lac", lac, _split_args,
             bad_args=(_BAD_SPLIT[0] * np.nan,) + _BAD_SPLIT[1:], ranges={4: (0.0, 1.0)}),
-    Example("aps", aps, _split_args, bad_args=_BAD_SPLIT),
+    Example("aps_mapie", aps_mapie, _split_args, bad_args=_BAD_SPLIT),
+    Example("aps_paper", aps_paper, _split_args, bad_args=_BAD_SPLIT),
     Example("raps", raps, _split_args, bad_args=_BAD_SPLIT),
+    Example("socop", socop, _split_args, bad_args=_BAD_SPLIT),
     Example("rac", rac, _split_args, bad_args=_BAD_SPLIT[:3] + (None, 0.2)),
+    Example("rac_global_level", rac_global_level, _split_args,
+            bad_args=_BAD_SPLIT[:3] + (None, 0.2)),
+    Example("maxmin_action", maxmin_action,
+            lambda k: (_loss(k), jax.random.bernoulli(jax.random.fold_in(k, 1), 0.5, (_N, _Y))),
+            bad_args=(np.ones((_A, _Y)), np.ones((_N, _Y + 1), bool))),
+    Example("decision_calibrate", _decision_calibrate, _dc_args,
+            bad_args=(_BAD_PROBS, np.zeros((_N,), np.int32))),
+    Example("recalibrate", _recalibrate, lambda k: _dc_args(k) + (_probs(jax.random.fold_in(k, 2),
+                                                                        _M),),
+            bad_args=(np.full((_N, _Y), 0.25, np.float32), np.zeros((_N,), np.int32),
+                      np.full((_M, _Y + 1), 1 / (_Y + 1), np.float32))),
+    Example("critical_rates_by_label", critical_rates_by_label,
+            lambda k: (jax.random.randint(k, (_M,), 0, _A),
+                       jax.random.randint(jax.random.fold_in(k, 1), (_M,), 0, _Y),
+                       jnp.asarray(np.eye(_A, _Y, dtype=bool))),
+            bad_args=(np.zeros((_M,), np.int32), np.zeros((_M,), np.int32),
+                      np.ones((_A,), bool))),
     Example("best_response", best_response,
             lambda k: (_probs(k, _N), _loss(jax.random.fold_in(k, 1))),
             bad_args=(_BAD_PROBS, np.ones((_A, _Y), np.float32))),

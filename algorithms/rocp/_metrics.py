@@ -72,3 +72,27 @@ def decision_metrics(sets_NxY, actions_N, labels_N, loss_AxY, critical_AxY, alph
   _validate.check_alpha(alpha)
   return jax.jit(_decision_metrics)(*map(jnp.asarray, (sets_NxY, actions_N, labels_N, loss_AxY,
                                                        critical_AxY, alpha)))
+
+
+def _critical_rates_by_label(actions_N, labels_N, critical_AxY):
+  hit = critical_AxY[actions_N, labels_N]
+  onehot = labels_N[:, None] == jnp.arange(critical_AxY.shape[1])[None]
+  count = onehot.sum(0)
+  rate = (onehot & hit[:, None]).sum(0) / jnp.maximum(count, 1)
+  return jnp.where(count > 0, rate, 0.0).astype(jnp.float32)
+
+
+def critical_rates_by_label(actions_N, labels_N, critical_AxY) -> jax.Array:
+  r"""Per label c, the share of points of label c whose action is critical for c: float32 (Y,).
+
+  The ROCP paper's critical-mistake metric: for a critical label c,
+  :math:`\#\{i : y_i = c, \text{critical}(a_i, c)\} / \#\{i : y_i = c\}` (0 where no point has
+  label c; labels with no critical action score 0). With ``critical_AxY`` the label's
+  worst action it is the COVID metric, with ``loss >= 60`` the driving one.
+  """
+  if np.ndim(critical_AxY) != 2:
+    raise ValueError(f"critical_AxY must have shape (A, Y), got {np.shape(critical_AxY)}")
+  a, y = np.shape(critical_AxY)
+  _validate.check_labels("labels_N", labels_N, y)
+  _validate.check_labels("actions_N", actions_N, a, np.shape(labels_N)[0])
+  return jax.jit(_critical_rates_by_label)(*map(jnp.asarray, (actions_N, labels_N, critical_AxY)))

@@ -23,7 +23,7 @@ from reprojax.algorithms.rocp import _optimal
 from reprojax.algorithms.rocp import _risk
 from reprojax.algorithms.rocp import _validate
 
-VARIANTS = ("full", "global")
+VARIANTS = ("full", "global", "released")
 
 
 class Prediction(NamedTuple):
@@ -184,8 +184,12 @@ def predict(path: _optimal.CoveragePath, probs_NxY: jax.Array, loss_AxY: jax.Arr
     loss_AxY: the loss used for calibration, shape (A, Y).
     alpha: miscoverage level in (0, 1).
     variant: ``"full"`` (the paper's Algorithm 1, finite-sample valid; the experiments
-      use it), ``"global"`` (one beta from the calibration data alone, as in the
-      released code) or ``"oracle"`` (a path from :func:`oracle_calibrate`).
+      use it), ``"global"`` (one beta from the calibration data alone, reaching
+      :math:`\lceil (1-\alpha)(n+1) \rceil` covered points), ``"released"`` (one beta
+      whose calibration coverage reaches :math:`1 - \alpha` on the n points, no +1: the
+      target of the authors' released bisection; we take the exact smallest such beta
+      where their code bisects, assuming a monotone coverage) or ``"oracle"`` (a path
+      from :func:`oracle_calibrate`).
 
   Returns:
     :class:`Prediction`; actions are :math:`\arg\min_a R(a, C)` at ``alpha``.
@@ -204,6 +208,9 @@ def _predict(path, probs_NxY, loss_AxY, alpha, variant="full"):
   pcs = _pieces_batch(probs_NxY, loss_AxY)
   if variant == "oracle":
     beta = _optimal.smallest_beta(path, (1.0 - alpha) * path.n)
+  elif variant == "released":  # ceil((1 - alpha) n) covered points, float32 slack as k's
+    x = (1.0 - alpha) * path.n
+    beta = _optimal.smallest_beta(path, jnp.ceil(x - 1e-6 * jnp.maximum(x, 1.0)))
   else:
     beta = _optimal.smallest_beta(path, _optimal.conformal_rank(path.n, alpha))
   if variant == "full":

@@ -46,14 +46,15 @@ NAMES = experiment.METHODS + ("rocp_vaction",)
 
 
 def _per_split(key, pool_NxY, loss, critical, alpha, n_cal, n_test):
-  k_idx, k_y = jax.random.split(key)
+  k_idx, k_y, k_dc = jax.random.split(key, 3)
   idx = jax.random.choice(k_idx, pool_NxY.shape[0], (n_cal + n_test,))
   p = pool_NxY[idx]
   y = jax.random.categorical(k_y, jnp.log(jnp.maximum(p, 1e-30)))  # labels from the exact law
   pc, yc, pt, yt = p[:n_cal], y[:n_cal], p[n_cal:], y[n_cal:]
   path = rocp.calibrate(pc, yc, loss)
   opath = rocp.oracle_calibrate(pc, loss)
-  sets, actions = experiment.all_methods(path, opath, pc, yc, pt, loss, alpha)
+  dc = rocp.decision_calibrate(k_dc, pc, yc, num_actions=loss.shape[0])
+  sets, actions = experiment.all_methods(path, opath, pc, yc, pt, loss, alpha, dc)
   cov_model = (sets[0] * pt).sum(-1)  # ROCP's own (model) conditional coverage
   v_action = jnp.argmin(rocp.robust_risk(loss, sets[0], 1.0 - cov_model), -1)
   sets = jnp.concatenate([sets, sets[:1]])
@@ -101,7 +102,7 @@ def main(argv):
   out = {"mean": mean.tolist(), "se": se.tolist(), "methods": NAMES, "cols": COLS}
   for col in ("robust_risk", "cond_robust_risk", "critical_prob"):
     c = COLS.index(col)
-    for other in ("rac", "lac"):
+    for other in ("rac_global_level", "rac", "lac"):
       d = res[:, 0, c] - res[:, NAMES.index(other), c]
       line = f"rocp - {other} {col}: {d.mean():+.4f} +- {d.std(ddof=1) / np.sqrt(s):.4f} (paired)"
       print(line)

@@ -11,27 +11,32 @@ from reprojax.experiments import plotting
 
 
 def metrics_vs_alpha(workdir: str, table: Mapping[tuple[str, str], tuple[np.ndarray, np.ndarray]],
-                     alphas: np.ndarray, *, tasks: Sequence[str], losses: Sequence[str],
-                     methods: Sequence[str], metrics: Sequence[str]) -> None:
+                     alphas: np.ndarray, *, tasks: Sequence[str],
+                     losses: Mapping[str, Sequence[str]], methods: Sequence[str],
+                     metrics: Sequence[str], index: Mapping[str, int]) -> None:
   """Writes ``rocp_<task>_vs_alpha.png``: rows are loss matrices, columns metrics.
 
-  ``table[(task, loss)]`` is ``(mean, se)``, each (len(alphas), methods, metrics):
-  means and standard errors over the random splits.
+  ``table[(task, loss)]`` is ``(mean, se)``, each (len(alphas), all methods, metrics):
+  means and standard errors over the random splits; ``methods`` are the lines drawn,
+  ``index`` their rows in the table. The alpha axis is logarithmic.
   """
   colors = dict(zip(methods, matplotlib.colormaps["tab10"].colors))
   for task in tasks:
-    fig, axes = plotting.subplots(len(losses), len(metrics), figsize=(3.6 * len(metrics), 7),
-                                  squeeze=False)
-    for r, lname in enumerate(losses):
+    rows = losses[task]
+    fig, axes = plotting.subplots(len(rows), len(metrics),
+                                  figsize=(3.6 * len(metrics), 3.5 * len(rows)), squeeze=False)
+    for r, lname in enumerate(rows):
       mean, se = table[(task, lname)]
       for c, metric in enumerate(metrics):
         ax = axes[r, c]
-        for mi, method in enumerate(methods):
-          if method == "best_response" and metric in ("coverage", "set_size"):
+        for method in methods:
+          mi = index[method]
+          if method.startswith("best_response") and metric in ("coverage", "set_size"):
             continue
           ax.errorbar(alphas, mean[:, mi, c], yerr=se[:, mi, c], label=method, marker="o",
                       ms=3, capsize=2, color=colors[method],
-                      lw=2.2 if method == "rocp" else 1.0)
+                      lw=2.2 if method.startswith("rocp") else 1.0)
+        ax.set_xscale("log")
         if metric == "coverage":
           ax.plot(alphas, 1 - alphas, "k--", lw=1, label="1 - alpha")
         ax.set_title(f"{task} / {lname} loss: {metric}")

@@ -297,7 +297,7 @@ def test_lac_aps_sets_equal_mapie(score, alpha):
     got = rocp.lac(p32[:n], y[:n], p32[n:], None, alpha).sets_NxY
   else:
     u = np.random.RandomState(7).uniform(size=n).astype(np.float32)  # MAPIE's draws
-    got = rocp.aps(p32[:n], y[:n], p32[n:], None, alpha, u).sets_NxY
+    got = rocp.aps_mapie(p32[:n], y[:n], p32[n:], None, alpha, u).sets_NxY
   np.testing.assert_array_equal(np.asarray(got), want)
 
 
@@ -310,7 +310,7 @@ def test_best_response_rac_raps_oracle():
   y = _sample_labels(rng, p)
   loss = rng.uniform(0, 10, size=(3, 4)).astype(np.float32)
   np.testing.assert_array_equal(rocp.best_response(p, loss), (p @ loss.T).argmin(1))
-  rac = rocp.rac(p[:250], y[:250], p[250:], loss, 0.1)
+  rac = rocp.rac_global_level(p[:250], y[:250], p[250:], loss, 0.1)
   assert np.asarray(rac.sets_NxY)[np.arange(250), y[250:]].mean() >= 0.85
   sets = np.asarray(rac.sets_NxY)
   assert np.all(np.asarray(rac.actions_N) ==
@@ -337,7 +337,7 @@ def test_bad_inputs_raise_value_error():
       "negative probabilities": lambda: rocp.rocp(neg, y, p, loss, 0.1),
       "rows not summing to one": lambda: rocp.lac(p * 1.1, y, p, loss, 0.1),
       "alpha = 0": lambda: rocp.rocp(p, y, p, loss, 0.0),
-      "alpha = 1": lambda: rocp.aps(p, y, p, loss, 1.0),
+      "alpha = 1": lambda: rocp.aps_mapie(p, y, p, loss, 1.0),
       "alpha < 0": lambda: rocp.robust_risk(loss, np.ones(3, bool), -0.1),
       "loss shape mismatch": lambda: rocp.rocp(p, y, p, np.ones((2, 4), np.float32), 0.1),
       "loss shape mismatch (risk)": lambda: rocp.robust_risk(loss, np.ones(4, bool), 0.1),

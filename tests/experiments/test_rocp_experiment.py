@@ -12,20 +12,39 @@ from reprojax.experiments.rocp import experiment
 
 
 def _metrics(rocp_risk=1.0, baseline_risk=2.0, rocp_critical=0.01, baseline_critical=0.02,
-             severe_gain=0.5, z=0.0):
-  """Every metric the claims read: ROCP ahead of each baseline by the given margins."""
+             severe_gain=0.5, z=0.0, label_diff=-0.01, label_se=0.004):
+  """Every metric the claims read: ROCP ahead of each baseline by the given margins.
+
+  Under both protocols the ROCP of the protocol has ``rocp_risk`` and each baseline
+  ``baseline_risk`` (times 1 / (1 - severe_gain) under the costly loss); per critical
+  label ROCP's rate minus each paper baseline's is ``label_diff`` with s.e. ``label_se``.
+  """
   m = {}
   for t in experiment.TASKS:
-    for l in experiment.LOSSES:
-      m[f"{t}/{l}/rocp/max_miscoverage_excess_z"] = z
-      m[f"{t}/{l}/rocp/critical_rate"] = rocp_critical
-      scale = 1.0 if l == "mild" else 1.0 / (1.0 - severe_gain)  # baselines' risk / ROCP's
-      m[f"{t}/{l}/rocp/robust_risk"] = rocp_risk
-      for b in experiment.BASELINES:
-        m[f"{t}/{l}/{b}/robust_risk"] = baseline_risk * scale
-        m[f"{t}/{l}/{b}/critical_rate"] = baseline_critical
-        m[f"{t}/{l}/rocp_minus_{b}/robust_risk"] = rocp_risk - baseline_risk * scale
-        m[f"{t}/{l}/rocp_minus_{b}/robust_risk_se"] = 0.01
+    for l in experiment.LOSSES[t]:
+      c = f"{t}/{l}"
+      costly = l == experiment.GAIN_PAIRS.get(t, (None, None))[1]
+      scale = 1.0 / (1.0 - severe_gain) if costly else 1.0
+      for ours, others in (("rocp", experiment.BASELINES),
+                           ("rocp_released", experiment.PAPER_RISK_BASELINES)):
+        m[f"{c}/{ours}/max_miscoverage_excess_z"] = z
+        m[f"{c}/{ours}/critical_rate"] = rocp_critical
+        m[f"{c}/{ours}/robust_risk"] = rocp_risk
+        for b in others:
+          m[f"{c}/{b}/robust_risk"] = baseline_risk * scale
+          m[f"{c}/{b}/critical_rate"] = baseline_critical
+          m[f"{c}/{ours}_minus_{b}/robust_risk"] = rocp_risk - baseline_risk * scale
+          m[f"{c}/{ours}_minus_{b}/robust_risk_se"] = 0.01
+        for x in experiment.PAPER_ALPHAS:
+          m[f"{c}/{ours}/robust_risk@{x:g}"] = rocp_risk
+          for b in others:
+            m[f"{c}/{b}/robust_risk@{x:g}"] = baseline_risk * scale
+      for y in (1, 2):  # two critical labels per cell
+        m[f"{c}/rocp_released/critical_rate@{y}"] = 0.05
+        for b in experiment.PAPER_CRITICAL_BASELINES:
+          m[f"{c}/{b}/critical_rate@{y}"] = 0.05 - label_diff
+          m[f"{c}/rocp_released_minus_{b}/critical_rate@{y}"] = label_diff
+          m[f"{c}/rocp_released_minus_{b}/critical_rate@{y}_se"] = label_se
   return m
 
 
@@ -34,12 +53,30 @@ def _verdicts(metrics):
   return {c.id: bool(c.holds) for c in experiment.claims(config, metrics)}
 
 
+def _kinds():
+  config = ml_collections.ConfigDict({"report_alpha": 0.05})
+  return {c.id: c.kind for c in experiment.claims(config, _metrics())}
+
+
 def test_claims_hold_when_rocp_is_ahead_and_fail_otherwise():
-  assert _verdicts(_metrics()) == {"coverage": True, "robust_risk": True,
-                                   "critical_mistakes": True, "larger_gain_when_costly": True}
+  assert _verdicts(_metrics()) == dict.fromkeys(
+      ("coverage", "coverage_released", "robust_risk", "robust_risk_ours", "critical_mistakes",
+       "critical_mistakes_pooled", "larger_gain_when_costly", "larger_gain_relative"), True)
+  # The paper's four claims count in the headline; our protocol's readings are checks.
+  assert [k for k, v in _kinds().items() if v == "paper"] == [
+      "coverage", "robust_risk", "critical_mistakes", "larger_gain_when_costly"]
   assert not _verdicts(_metrics(z=2.5))["coverage"]  # miscoverage 2.5 s.e. above alpha
+  assert not _verdicts(_metrics(z=2.5))["coverage_released"]
   assert _verdicts(_metrics(z=2.0))["coverage"]
-  assert not _verdicts(_metrics(rocp_risk=2.5))["robust_risk"]
-  assert not _verdicts(_metrics(rocp_critical=0.03))["critical_mistakes"]
-  # The same relative gain (50%) under both losses is not a larger gain when costly.
-  assert not _verdicts(_metrics(severe_gain=0.0))["larger_gain_when_costly"]
+  worse = _verdicts(_metrics(rocp_risk=2.5))
+  assert not worse["robust_risk"] and not worse["robust_risk_ours"]
+  assert not _verdicts(_metrics(rocp_critical=0.03))["critical_mistakes_pooled"]
+  # Per label: more than two paired s.e. above a baseline fails, within two holds.
+  assert not _verdicts(_metrics(label_diff=0.009, label_se=0.004))["critical_mistakes"]
+  assert _verdicts(_metrics(label_diff=0.007, label_se=0.004))["critical_mistakes"]
+  # The same relative gain (50%) under both losses is not a larger relative gain, but the
+  # absolute gap to RAC still grows with the baselines' risk: only the paper's reading holds.
+  same = _verdicts(_metrics(severe_gain=0.0))
+  assert not same["larger_gain_relative"] and not same["larger_gain_when_costly"]
+  grows = _verdicts(_metrics(severe_gain=0.5))
+  assert grows["larger_gain_when_costly"] and grows["larger_gain_relative"]

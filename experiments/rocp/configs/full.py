@@ -1,4 +1,5 @@
-"""ROCP full config: as quick, with a 20,000-scene hazard pool (5,000 calibration scenes).
+"""ROCP full config: as quick, with a 20,000-scene hazard pool (5,000 calibration scenes) and
+the paper's COVID split sizes for the radiograph stand-in (2,116 calibration, 4,234 test).
 
     python -m reprojax.experiments.rocp.main --config=experiments/rocp/configs/full.py --workdir=/tmp/rocp_full
 
@@ -15,4 +16,6 @@ def get_config():
   c.scale = "full"
   c.hazard_pool = 20000
   c.hazard_n_cal = 5000
+  c.radiograph_pool = 6350
+  c.radiograph_n_cal = 2116
   return c

@@ -14,4 +14,6 @@ def get_config():
   c.medical_steps = 100  # a briefly trained classifier
   c.hazard_pool = 600  # scenes in the hazard pool
   c.hazard_n_cal = 200  # calibration scenes per split
+  c.radiograph_pool = 600  # radiograph cases
+  c.radiograph_n_cal = 200  # calibration cases per split
   return c
