@@ -9,6 +9,7 @@ from reprojax.experiments.rocp.configs import quick
 def get_config():
   c = quick.get_config()
   c.scale = "tiny"
+  c.tasks = ("medical",)  # one task: one compile of the evaluation (seconds, not a minute)
   c.num_splits = 4  # 4 calibration/test splits instead of 20
   c.alphas = (0.05, 0.1, 0.2)  # 3 levels
   c.medical_steps = 100  # a briefly trained classifier
