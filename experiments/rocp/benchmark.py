@@ -57,7 +57,7 @@ def workloads(full: bool) -> list[bench.Workload]:
   yc = jnp.asarray(y[:n])
   u_cal = jnp.asarray(np.random.RandomState(0).uniform(size=n).astype(np.float32))
   lac = jax.jit(lambda pc, yc, pt: rocp.lac(pc, yc, pt, None, alpha).sets_NxY)
-  aps = jax.jit(lambda pc, yc, pt, uc: rocp.aps(pc, yc, pt, None, alpha, uc).sets_NxY)
+  aps = jax.jit(lambda pc, yc, pt, uc: rocp.aps_mapie(pc, yc, pt, None, alpha, uc).sets_NxY)
   moved = float(2 * n * y_n * 4 + n * y_n)
   note = "bytes: the two float32 probability tables read once, the boolean sets written once"
   return [
@@ -87,7 +87,7 @@ def main(argv):
   rows = []
   lac = jax.jit(lambda pc, yc, pt: rocp.lac(pc, yc, pt, None, alpha).sets_NxY)
   u_cal = jnp.asarray(np.random.RandomState(0).uniform(size=n).astype(np.float32))
-  aps = jax.jit(lambda pc, yc, pt, uc: rocp.aps(pc, yc, pt, None, alpha, uc).sets_NxY)
+  aps = jax.jit(lambda pc, yc, pt, uc: rocp.aps_mapie(pc, yc, pt, None, alpha, uc).sets_NxY)
   cases = {
       "lac": (lambda: lac(pc, yc, pt), mapie_split_conformal("lac", p, y, n, alpha)),
       "aps": (lambda: aps(pc, yc, pt, u_cal), mapie_split_conformal("aps", p, y, n, alpha)),
