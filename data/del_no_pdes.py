@@ -152,3 +152,16 @@ def add_noise(key: jax.Array, x_NxG: jax.Array, sigma: float | jax.Array) -> jax
   axes = tuple(range(1, np.ndim(x_NxG)))
   rms = jnp.sqrt(jnp.mean(jnp.square(x_NxG), axis=axes, keepdims=True))
   return x_NxG + sigma * rms * jax.random.normal(key, jnp.shape(x_NxG), jnp.result_type(x_NxG))
+
+
+def add_noise_global(key: jax.Array, x_NxG: jax.Array, sigma: float) -> jax.Array:
+  """``x + sigma * std(x) * xi``, xi ~ N(0, I), with one std over the whole array.
+
+  The noise of the del-NO authors' sweeps (their notebooks 2 and 3): one global scale
+  (the standard deviation of every training input value), applied to the training
+  inputs only (the test inputs stay clean; that is the caller's choice).
+  """
+  if not float(sigma) >= 0:
+    raise ValueError(f"sigma must be >= 0, got {sigma}")
+  x = jnp.asarray(x_NxG)
+  return x + sigma * jnp.std(x) * jax.random.normal(key, x.shape, x.dtype)

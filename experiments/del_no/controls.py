@@ -39,8 +39,6 @@ import time
 
 from absl import app
 from absl import flags
-import flax.linen as nn
-import jax.numpy as jnp
 import numpy as np
 
 from reprojax.data import del_no_pdes
@@ -65,16 +63,7 @@ VARIANTS = ("backbone", "delno", "zero_channels", "frozen_orders", "spectral", "
 DERIVATIVE_VARIANTS = ("delno", "frozen_orders", "spectral", "zero_scale")
 
 
-class ZeroChannels(nn.Module):
-  """The backbone fed ``k`` all-zero channels beside the input: del-NO's fan-in, no derivatives."""
-
-  backbone: nn.Module
-  k: int
-
-  @nn.compact
-  def __call__(self, a):
-    zeros = jnp.zeros(a.shape + (self.k,), a.dtype)
-    return self.backbone(jnp.concatenate([a[..., None], zeros], axis=-1))
+ZeroChannels = del_no.ZeroChannels  # the twin control (models/del_no.py)
 
 
 def make_variant(variant: str, config, m: int):

@@ -1,0 +1,332 @@
+r"""del-NO against the authors' own construction (issue 31): their variant, zero-channel twins, the init effect.
+
+    python -m reprojax.experiments.del_no.authors                 # the CPU runs (README, "Against the authors' construction")
+    python -m reprojax.experiments.del_no.authors --render_only   # rewrite the README table from authors.json
+    bash experiments/del_no/authors_gpu.sh                        # the authors' Burgers protocol at 1024 points (a lent GPU)
+
+Every run trains the full config's FNO size (width 64, 4 layers, 16 modes) on 1-D
+Burgers (the released law: nu = 1e-3, zero-mean GRF(49, 7, 2.5), as the FNO fidelity fix)
+and heat, each clean and with the authors' noise (training inputs only, one global std,
+test inputs clean), under seven variants:
+
+* ``authors``: the authors' notebooks 2/3 construction: the centred GL stencil (16 taps,
+  circular), orders ``exp(gamma)`` from 1 and 2, scales ``relu(s)`` from 1, raw inputs
+  and outputs, PyTorch's default initialisation (``layer_init="torch"``), AdamW (weight
+  decay 1e-5 on the network) with one-cycle rates per group (1e-3, and 1e-2 for orders and
+  scales), cycled momentum and gradient clipping at 1 (:func:`models.del_no.authors_optimizer`);
+* ``fno_torch_zero``: its zero-channel twin (the same network, initialisation and
+  minibatches seed by seed, with the derivative channels replaced by zeros), which is also
+  the FNO fed K = 2 zero channels under the authors' protocol; beside ``fno_torch``, the
+  plain FNO under that protocol (both 5 seeds), it gives the size of the initialisation
+  effect (the lifting's fan-in sets its PyTorch init bound, 1/sqrt(fan_in)) that a
+  derivative win must exceed;
+* ``ours``: del-NO as this repository builds it (one-sided GL, clipped orders, linear
+  scales, scalar-normalised inputs and pointwise-normalised outputs, Flax init, Adam with
+  10x on the orders and cosine decay); ``ours_zero`` its twin; ``ours_plain`` our FNO.
+
+The readings, declared before the runs (README): a variant *helps* when its test error is
+below its zero-channel twin's by more than two paired standard errors of the log ratio
+over seeds, *hurts* when above by as much, and otherwise *ties*; a variant's win over its
+protocol's plain FNO that ties its twin is an initialisation effect, not a derivative one.
+Every run logs its final orders and scales: dead channels (relu scale exactly 0) and
+orders above m = 2 are counted per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from typing import NamedTuple
+
+from absl import app
+from absl import flags
+import flax.linen as nn
+import jax
+import numpy as np
+import optax
+
+from reprojax.data import del_no_pdes
+from reprojax.data import pde as pde_data
+from reprojax.experiments import sharding
+from reprojax.experiments.common import Normalizer
+from reprojax.experiments.del_no import experiment as ex
+from reprojax.models import del_no
+from reprojax.models import fno
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_OUT = flags.DEFINE_string("json_out", os.path.join(_HERE, "authors.json"), "JSON output path.")
+_README = flags.DEFINE_string("readme_table", os.path.join(_HERE, "README.md"),
+                              "README whose authors table is replaced ('' to skip).")
+_PDES = flags.DEFINE_list("pdes", ["burgers", "heat"], "1-D PDEs (burgers: the released law).")
+_CONDITIONS = flags.DEFINE_list("conditions", ["clean", "noisy"], "clean and/or noisy.")
+_VARIANTS = flags.DEFINE_list("variants", None, "Variants to train (default: all).")
+_STEPS = flags.DEFINE_integer("steps", 2000, "optimizer steps per run (the authors': 62,500).")
+_BATCH = flags.DEFINE_integer("batch_size", 8, "minibatch (the authors': 8).")
+_RES = flags.DEFINE_integer("resolution", 256, "grid points (the authors': 1024).")
+_SOLVER = flags.DEFINE_integer("solver_resolution", 1024, "grid of the solves.")
+_N_TRAIN = flags.DEFINE_integer("n_train", 1000, "training pairs (the authors': 1000).")
+_N_TEST = flags.DEFINE_integer("n_test", 200, "test pairs (the authors': 200).")
+_SEEDS = flags.DEFINE_integer("seeds", 3, "seeds of the del-NO variants and their twins.")
+_INIT_SEEDS = flags.DEFINE_integer("init_seeds", 5, "seeds of the init-effect pair.")
+_SIGMA = flags.DEFINE_float("sigma", 0.05, "the noisy condition's relative noise (global std).")
+_RENDER = flags.DEFINE_bool("render_only", False, "Rewrite the README table from the JSON.")
+
+VARIANTS = ("authors", "fno_torch", "fno_torch_zero", "ours", "ours_zero", "ours_plain")
+# The authors' variant's zero-channel twin is exactly ``fno_torch_zero`` (the same network,
+# init, optimizer and minibatches seed by seed), so it is run once, with the init pair's seeds.
+TWINS = {"authors": "fno_torch_zero", "ours": "ours_zero", "fno_torch_zero": "fno_torch"}
+PLAIN = {"authors": "fno_torch", "ours": "ours_plain"}  # each protocol's plain FNO
+K = 2  # derivative channels (orders from 1 and 2)
+M = 2  # the PDEs' order: Burgers and heat are second order
+
+
+class Setup(NamedTuple):
+  """The sizes of a run (flags)."""
+
+  steps: int
+  batch_size: int
+  resolution: int
+  solver_resolution: int
+  n_train: int
+  n_test: int
+  sigma: float
+
+
+def _fno(layer_init: str) -> fno.FNO:
+  return fno.FNO(modes=(16,), width=64, depth=4, projection=128, layer_init=layer_init,
+                 spectral_method="dft")
+
+
+def make_variant(variant: str, steps: int):
+  """(model, optimizer, protocol) of one variant; protocol is ``"authors"`` or ``"ours"``."""
+  if variant.startswith("authors") or variant.startswith("fno_torch"):
+    net, opt = _fno("torch"), del_no.authors_optimizer(steps)
+    if variant == "authors":
+      model = del_no.DelNO(net, orders=(1.0, 2.0), method="gl_centred", boundary="periodic",
+                           order_param="exp", scale_param="relu")
+    elif variant == "fno_torch_zero":
+      model = del_no.ZeroChannels(net, K)
+    else:
+      model = _Plain(net)
+    return model, opt, "authors"
+  net = _fno("flax")
+  sched = _cosine(steps)
+  if variant == "ours":
+    return del_no.DelNO(net, orders=(1.0, 2.0)), del_no.optimizer(sched, 10.0), "ours"
+  if variant == "ours_zero":
+    return del_no.ZeroChannels(net, K), del_no.optimizer(sched, 10.0), "ours"
+  if variant == "ours_plain":
+    return _Plain(net), del_no.optimizer(sched, 10.0), "ours"
+  raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+
+
+def _cosine(steps):
+  return optax.cosine_decay_schedule(1e-3, steps)
+
+
+class _Plain(nn.Module):
+  """The backbone on the input alone (one channel), under the attribute name the twins use,
+  so every layer but the lifting draws the same initial weights as theirs."""
+
+  backbone: nn.Module
+
+  @nn.compact
+  def __call__(self, a):
+    return self.backbone(a[..., None])
+
+
+def load_cell(pde: str, setup: Setup, seed: int = 0):
+  """(x_train, y_train, x_test, y_test) of a PDE at the run's sizes (burgers: the released law)."""
+  if pde == "burgers":
+    split = pde_data.load("burgers", resolution=setup.resolution,
+                          solver_resolution=setup.solver_resolution, n_train=setup.n_train,
+                          n_test=setup.n_test, seed=seed, num_steps=1000,
+                          viscosity=pde_data.BURGERS_RELEASED_CODE["viscosity"],
+                          grf_params=pde_data.BURGERS_RELEASED_CODE["grf"],
+                          grf_constant_mode=pde_data.BURGERS_RELEASED_CODE["grf_constant_mode"])
+  else:
+    split = del_no_pdes.load(pde, resolution=setup.resolution,
+                             solver_resolution=setup.solver_resolution, n_train=setup.n_train,
+                             n_test=setup.n_test, seed=seed)
+  return split
+
+
+def encode(split, protocol: str, condition: str, sigma: float, seed: int):
+  """Inputs and output normaliser of a protocol: the authors' raw, ours scalar / pointwise.
+
+  The noisy condition adds the authors' noise to the training inputs only (one global
+  std, a draw per seed), before any encoding.
+  """
+  x_train = np.asarray(split.x_train, np.float32)
+  if condition == "noisy":
+    key = jax.random.fold_in(jax.random.key(31), seed)
+    x_train = np.asarray(del_no_pdes.add_noise_global(key, x_train, sigma), np.float32)
+  if protocol == "authors":
+    return x_train, np.asarray(split.x_test, np.float32), Normalizer(split.y_train, False)
+  xn = Normalizer(np.asarray(split.x_train).reshape(-1, 1), True)  # clean statistics
+  return (xn.encode(x_train).astype(np.float32), xn.encode(split.x_test).astype(np.float32),
+          Normalizer(split.y_train, True))
+
+
+def run_variant(variant: str, cells, setup: Setup, mesh, seeds: int) -> dict:
+  """Trains one variant on every (pde, condition) cell and seed as one vmapped run."""
+  model, opt, protocol = make_variant(variant, setup.steps)
+  reps, xs, ys, xts, yts, norms = [], [], [], [], [], []
+  for (pde, condition), split in cells.items():
+    for s in range(seeds):
+      x, xt, yn = encode(split, protocol, condition, setup.sigma, s)
+      reps.append((pde, condition, s))
+      xs.append(x), xts.append(xt), norms.append(yn)
+      ys.append(np.asarray(split.y_train, np.float32)), yts.append(np.asarray(split.y_test, np.float32))
+  r = len(reps)
+  t0 = time.perf_counter()
+  out = ex.train_replicas(model, opt, np.stack(xs), np.stack(ys), np.full(r, setup.n_train),
+                          np.arange(r) % seeds, norms, setup.steps, setup.batch_size, mesh,
+                          np.stack(xts), np.stack(yts))
+  wall = time.perf_counter() - t0
+  tail = out.losses_TxR[-max(1, setup.steps // 10):].mean(0)
+  orders = del_no.learned_orders(out.params).get("beta")
+  scales = del_no.learned_scales(out.params).get("scale")
+  res = {}
+  for i, (pde, condition, s) in enumerate(reps):
+    rec = res.setdefault(f"{pde}/{condition}", {"err": [], "loss": []})
+    rec["err"].append(float(out.test_RxM[i].mean()))
+    rec["loss"].append(float(tail[i]))
+    if orders is not None:
+      rec.setdefault("orders", []).append([float(v) for v in np.asarray(orders[i])])
+      raw = np.asarray(scales[i])
+      live = np.maximum(raw, 0.0) if variant == "authors" else raw
+      rec.setdefault("scales", []).append([float(v) for v in live])
+  for rec in res.values():
+    rec["wall_s"] = wall / len(res)
+  return res
+
+
+def channel_log(rec: dict) -> dict:
+  """Dead channels (scale exactly 0) and orders above m over a variant's runs in one cell."""
+  scales = np.asarray(rec.get("scales", []))
+  orders = np.asarray(rec.get("orders", []))
+  if scales.size == 0:
+    return {}
+  dead = (scales == 0.0).sum(1)
+  return {"runs": int(len(scales)), "both_dead": int((dead == K).sum()),
+          "one_dead": int((dead == 1).sum()), "order_above_m": int((orders.max(1) > M).sum()),
+          "max_order": float(orders.max())}
+
+
+def paired(a, b) -> tuple[float, float]:
+  """Mean and s.e. over seeds of log(a / b) (paired: same seeds, same minibatches)."""
+  n = min(len(a), len(b))
+  d = np.log(np.asarray(a[:n]) / np.asarray(b[:n]))
+  return float(d.mean()), float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+
+
+def reading(mean: float, se: float) -> str:
+  """The declared reading of a paired log ratio: helps / hurts / ties (2 s.e.)."""
+  if mean < -2 * se:
+    return "helps"
+  if mean > 2 * se:
+    return "hurts"
+  return "ties"
+
+
+def verdicts(res: dict) -> dict:
+  """For every cell: each derivative variant against its twin, against its protocol's plain
+  FNO, and the init effect (FNO with zero channels against the FNO), with the readings."""
+  out = {}
+  for cell, by in res.items():
+    v = {}
+    for variant, twin in TWINS.items():
+      if variant in by and twin in by:
+        m, se = paired(by[variant]["err"], by[twin]["err"])
+        v[f"{variant}_vs_{twin}"] = dict(log_ratio=m, se=se, reading=reading(m, se))
+    for variant, plain in PLAIN.items():
+      if variant in by and plain in by:
+        m, se = paired(by[variant]["err"], by[plain]["err"])
+        twin = v.get(f"{variant}_vs_{TWINS[variant]}", {}).get("reading")
+        kind = ("derivative" if twin == "helps" else "init or other (ties its twin)"
+                if twin == "ties" else "none") if m < -2 * se else "no win"
+        v[f"{variant}_vs_{plain}"] = dict(log_ratio=m, se=se, reading=reading(m, se), win=kind)
+    out[cell] = v
+  return out
+
+
+def table(res: dict) -> str:
+  have = [v for v in VARIANTS if all(v in by for by in res.values())]
+  lines = ["| cell | " + " | ".join(have) + " |", "|---|" + "---|" * len(have)]
+  for cell, by in res.items():
+    cells = []
+    for v in have:
+      e = np.asarray(by[v]["err"])
+      cells.append(f"{e.mean():.4f} +- {e.std(ddof=1) / np.sqrt(len(e)):.4f}")
+    lines.append(f"| {cell} | " + " | ".join(cells) + " |")
+  lines += ["", "Paired over seeds, log of the test-error ratio (mean +- s.e.; readings declared "
+            "before the runs: helps / ties / hurts at 2 s.e.):", ""]
+  for cell, v in verdicts(res).items():
+    parts = [f"{k} {d['log_ratio']:+.3f} +- {d['se']:.3f} ({d['reading']}"
+             + (f"; win: {d['win']}" if "win" in d else "") + ")" for k, d in v.items()]
+    lines.append(f"* {cell}: " + "; ".join(parts))
+  lines += ["", "Channels at the end of every run (dead: relu scale exactly 0; orders above m = 2):",
+            ""]
+  for cell, by in res.items():
+    for v in ("authors", "ours"):
+      if v in by:
+        log = channel_log(by[v])
+        orders = np.asarray(by[v]["orders"])
+        lines.append(f"* {cell} {v}: {log['both_dead']} of {log['runs']} runs both channels dead, "
+                     f"{log['one_dead']} one; order above 2 in {log['order_above_m']} (max "
+                     f"{log['max_order']:.2f}); beta_1 {orders[:, 0].mean():.2f}, top order "
+                     f"{orders.max(1).mean():.2f} (means over seeds)")
+  return "\n".join(lines)
+
+
+def main(argv):
+  del argv
+  if _RENDER.value:
+    with open(_OUT.value) as f:
+      out = json.load(f)
+    _write_readme(table(out["results"]) + _footer(out))
+    return
+  setup = Setup(_STEPS.value, _BATCH.value, _RES.value, _SOLVER.value, _N_TRAIN.value,
+                _N_TEST.value, _SIGMA.value)
+  variants = _VARIANTS.value or list(VARIANTS)
+  unknown = sorted(set(variants) - set(VARIANTS))
+  if unknown or set(_CONDITIONS.value) - {"clean", "noisy"}:
+    raise ValueError(f"unknown variants {unknown} or conditions {_CONDITIONS.value}")
+  mesh = sharding.make_mesh()
+  t0, c0 = time.perf_counter(), time.process_time()
+  splits = {pde: load_cell(pde, setup) for pde in _PDES.value}
+  cells = {(pde, c): splits[pde] for pde in _PDES.value for c in _CONDITIONS.value}
+  res: dict = {}
+  for v in variants:
+    seeds = _INIT_SEEDS.value if v.startswith("fno_torch") else _SEEDS.value
+    for cell, rec in run_variant(v, cells, setup, mesh, seeds).items():
+      res.setdefault(cell, {})[v] = rec
+  out = dict(results=res, verdicts=verdicts(res), setup=setup._asdict(),
+             wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
+  with open(_OUT.value, "w") as f:
+    json.dump(out, f, indent=1)
+  _write_readme(table(res) + _footer(out))
+
+
+def _footer(out) -> str:
+  s = out["setup"]
+  return (f"\n\n{s['steps']} steps at batch {s['batch_size']}, {s['resolution']} points, "
+          f"{s['n_train']} training pairs, noise {s['sigma']:g} (train only, global std). Wall "
+          f"{out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.")
+
+
+def _write_readme(text: str):
+  print(text)
+  if _README.value:
+    with open(_README.value) as f:
+      readme = f.read()
+    with open(_README.value, "w") as f:
+      f.write(re.sub(r"(<!-- authors:begin -->\n).*?(\n<!-- authors:end -->)",
+                     lambda m: m.group(1) + text + m.group(2), readme, flags=re.S))
+
+
+if __name__ == "__main__":
+  app.run(main)
