@@ -246,8 +246,9 @@ def verdicts(res: dict) -> dict:
       if variant in by and plain in by:
         m, se = paired(by[variant]["err"], by[plain]["err"])
         twin = v.get(f"{variant}_vs_{TWINS[variant]}", {}).get("reading")
-        kind = ("derivative" if twin == "helps" else "init or other (ties its twin)"
-                if twin == "ties" else "none") if m < -2 * se else "no win"
+        kind = {"helps": "derivative", "ties": "init or other (ties its twin)",
+                "hurts": "init (the channels themselves hurt)"}.get(twin, "twin not run")
+        kind = kind if m < -2 * se else "no win"
         v[f"{variant}_vs_{plain}"] = dict(log_ratio=m, se=se, reading=reading(m, se), win=kind)
     out[cell] = v
   return out
