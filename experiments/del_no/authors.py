@@ -56,22 +56,29 @@ from reprojax.models import del_no
 from reprojax.models import fno
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_OUT = flags.DEFINE_string("json_out", os.path.join(_HERE, "authors.json"), "JSON output path.")
-_README = flags.DEFINE_string("readme_table", os.path.join(_HERE, "README.md"),
-                              "README whose authors table is replaced ('' to skip).")
-_PDES = flags.DEFINE_list("pdes", ["burgers", "heat"], "1-D PDEs (burgers: the released law).")
-_CONDITIONS = flags.DEFINE_list("conditions", ["clean", "noisy"], "clean and/or noisy.")
-_VARIANTS = flags.DEFINE_list("variants", None, "Variants to train (default: all).")
-_STEPS = flags.DEFINE_integer("steps", 2000, "optimizer steps per run (the authors': 62,500).")
-_BATCH = flags.DEFINE_integer("batch_size", 8, "minibatch (the authors': 8).")
-_RES = flags.DEFINE_integer("resolution", 256, "grid points (the authors': 1024).")
-_SOLVER = flags.DEFINE_integer("solver_resolution", 1024, "grid of the solves.")
-_N_TRAIN = flags.DEFINE_integer("n_train", 1000, "training pairs (the authors': 1000).")
-_N_TEST = flags.DEFINE_integer("n_test", 200, "test pairs (the authors': 200).")
-_SEEDS = flags.DEFINE_integer("seeds", 3, "seeds of the del-NO variants and their twins.")
-_INIT_SEEDS = flags.DEFINE_integer("init_seeds", 5, "seeds of the init-effect pair.")
-_SIGMA = flags.DEFINE_float("sigma", 0.05, "the noisy condition's relative noise (global std).")
-_RENDER = flags.DEFINE_bool("render_only", False, "Rewrite the README table from the JSON.")
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """The launcher's flags, defined when run as a program (importing defines none, so this
+  module's functions can be imported beside controls.py, whose flags share names)."""
+  flags.DEFINE_string("json_out", os.path.join(_HERE, "authors.json"), "JSON output path.")
+  flags.DEFINE_string("readme_table", os.path.join(_HERE, "README.md"),
+                      "README whose authors table is replaced ('' to skip).")
+  flags.DEFINE_list("pdes", ["burgers", "heat"], "1-D PDEs (burgers: the released law).")
+  flags.DEFINE_list("conditions", ["clean", "noisy"], "clean and/or noisy.")
+  flags.DEFINE_list("variants", None, "Variants to train (default: all).")
+  flags.DEFINE_integer("steps", 2000, "optimizer steps per run (the authors': 62,500).")
+  flags.DEFINE_integer("batch_size", 8, "minibatch (the authors': 8).")
+  flags.DEFINE_integer("resolution", 256, "grid points (the authors': 1024).")
+  flags.DEFINE_integer("solver_resolution", 1024, "grid of the solves.")
+  flags.DEFINE_integer("n_train", 1000, "training pairs (the authors': 1000).")
+  flags.DEFINE_integer("n_test", 200, "test pairs (the authors': 200).")
+  flags.DEFINE_integer("seeds", 3, "seeds of the del-NO variants and their twins.")
+  flags.DEFINE_integer("init_seeds", 5, "seeds of the init-effect pair.")
+  flags.DEFINE_float("sigma", 0.05, "the noisy condition's relative noise (global std).")
+  flags.DEFINE_bool("render_only", False, "Rewrite the README table from the JSON.")
+
 
 VARIANTS = ("authors", "fno_torch", "fno_torch_zero", "ours", "ours_zero", "ours_plain")
 # The authors' variant's zero-channel twin is exactly ``fno_torch_zero`` (the same network,
@@ -285,29 +292,29 @@ def table(res: dict) -> str:
 
 def main(argv):
   del argv
-  if _RENDER.value:
-    with open(_OUT.value) as f:
+  if FLAGS.render_only:
+    with open(FLAGS.json_out) as f:
       out = json.load(f)
     _write_readme(table(out["results"]) + _footer(out))
     return
-  setup = Setup(_STEPS.value, _BATCH.value, _RES.value, _SOLVER.value, _N_TRAIN.value,
-                _N_TEST.value, _SIGMA.value)
-  variants = _VARIANTS.value or list(VARIANTS)
+  setup = Setup(FLAGS.steps, FLAGS.batch_size, FLAGS.resolution, FLAGS.solver_resolution, FLAGS.n_train,
+                FLAGS.n_test, FLAGS.sigma)
+  variants = FLAGS.variants or list(VARIANTS)
   unknown = sorted(set(variants) - set(VARIANTS))
-  if unknown or set(_CONDITIONS.value) - {"clean", "noisy"}:
-    raise ValueError(f"unknown variants {unknown} or conditions {_CONDITIONS.value}")
+  if unknown or set(FLAGS.conditions) - {"clean", "noisy"}:
+    raise ValueError(f"unknown variants {unknown} or conditions {FLAGS.conditions}")
   mesh = sharding.make_mesh()
   t0, c0 = time.perf_counter(), time.process_time()
-  splits = {pde: load_cell(pde, setup) for pde in _PDES.value}
-  cells = {(pde, c): splits[pde] for pde in _PDES.value for c in _CONDITIONS.value}
+  splits = {pde: load_cell(pde, setup) for pde in FLAGS.pdes}
+  cells = {(pde, c): splits[pde] for pde in FLAGS.pdes for c in FLAGS.conditions}
   res: dict = {}
   for v in variants:
-    seeds = _INIT_SEEDS.value if v.startswith("fno_torch") else _SEEDS.value
+    seeds = FLAGS.init_seeds if v.startswith("fno_torch") else FLAGS.seeds
     for cell, rec in run_variant(v, cells, setup, mesh, seeds).items():
       res.setdefault(cell, {})[v] = rec
   out = dict(results=res, verdicts=verdicts(res), setup=setup._asdict(),
              wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
-  with open(_OUT.value, "w") as f:
+  with open(FLAGS.json_out, "w") as f:
     json.dump(out, f, indent=1)
   _write_readme(table(res) + _footer(out))
 
@@ -321,13 +328,14 @@ def _footer(out) -> str:
 
 def _write_readme(text: str):
   print(text)
-  if _README.value:
-    with open(_README.value) as f:
+  if FLAGS.readme_table:
+    with open(FLAGS.readme_table) as f:
       readme = f.read()
-    with open(_README.value, "w") as f:
+    with open(FLAGS.readme_table, "w") as f:
       f.write(re.sub(r"(<!-- authors:begin -->\n).*?(\n<!-- authors:end -->)",
                      lambda m: m.group(1) + text + m.group(2), readme, flags=re.S))
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)
