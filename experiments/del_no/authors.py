@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from typing import NamedTuple
 
@@ -49,6 +48,7 @@ import optax
 
 from reprojax.data import del_no_pdes
 from reprojax.data import pde as pde_data
+from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.common import Normalizer
 from reprojax.experiments.del_no import experiment as ex
@@ -329,11 +329,8 @@ def _footer(out) -> str:
 def _write_readme(text: str):
   print(text)
   if FLAGS.readme_table:
-    with open(FLAGS.readme_table) as f:
-      readme = f.read()
-    with open(FLAGS.readme_table, "w") as f:
-      f.write(re.sub(r"(<!-- authors:begin -->\n).*?(\n<!-- authors:end -->)",
-                     lambda m: m.group(1) + text + m.group(2), readme, flags=re.S))
+    begin, end = "<!-- authors:begin -->", "<!-- authors:end -->"
+    results.replace_between(FLAGS.readme_table, begin, end, f"{begin}\n{text}\n{end}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 
 from absl import app
@@ -42,6 +41,7 @@ from absl import flags
 import numpy as np
 
 from reprojax.data import del_no_pdes
+from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.del_no import experiment as ex
 from reprojax.experiments.del_no.configs import medium_cpu
@@ -254,11 +254,8 @@ def main(argv):
 def _write_readme(text: str, marker: str):
   print(text)
   if _README.value:
-    with open(_README.value) as f:
-      readme = f.read()
-    with open(_README.value, "w") as f:
-      f.write(re.sub(rf"(<!-- {marker}:begin -->\n).*?(\n<!-- {marker}:end -->)",
-                     lambda m: m.group(1) + text + m.group(2), readme, flags=re.S))
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    results.replace_between(_README.value, begin, end, f"{begin}\n{text}\n{end}")
 
 
 if __name__ == "__main__":
