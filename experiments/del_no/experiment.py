@@ -530,24 +530,27 @@ def grid_cells(config, per_replica, step_s, metrics: dict) -> list[dict]:
   return cells
 
 
-def sweep_results(config, per_replica, inputs: Inputs) -> tuple[dict, dict]:
-  """``{kind: (values_V, top_order_VxSeeds)}`` and ``{alpha: the input's band edge}``.
+def sweep_results(config, per_replica, inputs: Inputs) -> tuple[dict, dict, dict]:
+  """``{kind: (values_V, top_order_VxSeeds)}``, ``{alpha: the input's band edge}`` and
+  ``{kind: beta_1 VxSeeds}`` (the order started at 1, which the paper's Fig. 2 plots).
 
   The band edge is the highest wavenumber whose mean input power exceeds the noise
   power at ``sweep_sigma``: the xi_max of the closed form in the alpha sweep.
   """
   key = model_key(config.sweep_backbone, config.sweep_pde, True)
-  out, edges = {}, {}
+  out, edges, first = {}, {}, {}
   for kind, pts in sweep_settings(config).items():
-    top = [[per_replica[(key, Replica(config.sweep_pde, alpha, sigma, n, int(config.seed + s)))]["top"]
-            for s in range(config.sweep_num_seeds)] for _, (sigma, n, alpha) in pts]
-    out[kind] = (np.asarray([v for v, _ in pts]), np.asarray(top))
+    recs = [[per_replica[(key, Replica(config.sweep_pde, alpha, sigma, n, int(config.seed + s)))]
+             for s in range(config.sweep_num_seeds)] for _, (sigma, n, alpha) in pts]
+    out[kind] = (np.asarray([v for v, _ in pts]), np.asarray([[r["top"] for r in row]
+                                                              for row in recs]))
+    first[kind] = np.asarray([[float(r["orders"][0]) for r in row] for row in recs])
     for _, (_, _, alpha) in pts:
       x = inputs.dataset(config.sweep_pde, alpha)[0].x_train
       power = np.mean(np.abs(np.fft.rfft(x, axis=-1)) ** 2, axis=0)
       noise = x.shape[-1] * config.sweep_sigma**2 * np.mean(x**2)
       edges[alpha] = float(max(2, np.max(np.nonzero(power > noise)[0], initial=2)))
-  return out, edges
+  return out, edges, first
 
 
 def sweep_significance(values_V, top_VxS, direction: int, num_resamples: int = 9999,
@@ -618,8 +621,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   cells_2d = [c for c in cells if np.isfinite(c["xy_gap"])]
   if cells_2d:
     metrics["xy_gap_mean"] = float(np.mean([c["xy_gap"] for c in cells_2d]))
-  sweeps, edges = (sweep_results(config, per_replica, inputs) if config.sweep_num_seeds
-                   else ({}, {}))
+  sweeps, edges, first = (sweep_results(config, per_replica, inputs) if config.sweep_num_seeds
+                          else ({}, {}, {}))
   m = del_no_pdes.PDE_ORDER[config.sweep_pde]
   theory = {}
   for kind, (vals, top) in sweeps.items():
@@ -634,6 +637,11 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
           float(xi_max))[0]))
     mean = top.mean(1)
     metrics.update({f"sweep_{kind}_{v:g}_beta": float(b) for v, b in zip(vals, mean)})
+    # Beside the top order: beta_1 (the paper's Fig. 2 plots it) and how many replicas
+    # end with an order above the PDE's m (the paper: beta* < m).
+    metrics.update({f"sweep_{kind}_{v:g}_beta1": float(b)
+                    for v, b in zip(vals, first[kind].mean(1))})
+    metrics[f"sweep_{kind}_above_m"] = int((top > m).sum())
     metrics[f"sweep_{kind}_spearman"] = float(stats.spearmanr(vals, mean).statistic)
     rho, p_value = sweep_significance(vals, top, _SWEEP_CLAIMS[kind][0])
     metrics.update({f"sweep_{kind}_levels": len(vals), f"sweep_{kind}_spearman_replicas": rho,
