@@ -52,6 +52,7 @@ from reprojax.models import unet_operator
 
 # Open intervals of config fields beyond the naming rules (experiments/config_check.py).
 CONFIG_RANGES = {"sweep_p_value": (0.0, 1.0)}
+NOISE_PROTOCOLS = ("ours", "authors")  # config.noise_protocol (Inputs.inputs)
 
 
 def make_backbone(name: str, bc: ml_collections.ConfigDict, dims: int = 1,
@@ -362,15 +363,24 @@ class Inputs:
     return self.data[(pde, alpha)]
 
   def inputs(self, pde, alpha, sigma):
-    """Encoded (train, test) inputs with relative noise sigma (a fixed draw per setting)."""
+    """Encoded (train, test) inputs with relative noise sigma (a fixed draw per setting).
+
+    ``config.noise_protocol``: ``"ours"`` noises train and test inputs, each sample by its
+    own RMS; ``"authors"`` noises the training inputs only, by one global std (their
+    notebooks 2 and 3), and leaves the test inputs clean.
+    """
     if (pde, alpha, sigma) not in self.x:
       split, xn, _ = self.dataset(pde, alpha)
       out = []
+      protocol = self.config.get("noise_protocol", "ours")
+      if protocol not in NOISE_PROTOCOLS:
+        raise ValueError(f"noise_protocol must be one of {NOISE_PROTOCOLS}, got {protocol!r}")
       for part, x in (("train", split.x_train), ("test", split.x_test)):
-        if sigma > 0:
+        if sigma > 0 and (protocol == "ours" or part == "train"):
           tag = zlib.crc32(f"{pde}|{alpha:g}|{sigma:g}|{part}".encode()) & 0x7FFFFFFF
           key = jax.random.fold_in(jax.random.key(self.config.seed + 1000), tag)
-          x = np.asarray(del_no_pdes.add_noise(key, jnp.asarray(x), sigma), np.float32)
+          add = del_no_pdes.add_noise if protocol == "ours" else del_no_pdes.add_noise_global
+          x = np.asarray(add(key, jnp.asarray(x), sigma), np.float32)
         out.append(xn.encode(x).astype(np.float32))
       self.x[(pde, alpha, sigma)] = tuple(out)
     return self.x[(pde, alpha, sigma)]

@@ -29,6 +29,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.n_test = 64  # test pairs
   c.num_seeds = 3  # seeds per cell (vmapped)
   c.noise_sigma = 0.1  # relative input noise level of the noisy regime
+  # "ours": noise on train and test inputs, scaled per sample; "authors": their notebooks'
+  # protocol, training inputs only, one global std, test inputs clean
+  c.noise_protocol = "ours"
   c.steps = 200  # optimizer steps per run
   c.batch_size = 32  # minibatch per replica
   c.learning_rate = 3e-3  # peak Adam(W) rate of the network (cosine decay to 0)
