@@ -42,9 +42,10 @@ constant and right-continuous with jumps at the points' breakpoints; it need
 not be monotone, so we scan the breakpoints instead of bisecting
 (:class:`CoveragePath`). With :math:`k = \lceil (1-\alpha)(n+1) \rceil`:
 
-* *global* (the released code's variant): :math:`\hat\beta` = smallest
-  :math:`\beta \ge 0` with :math:`N(\beta) \ge k`; the test set is
-  :math:`C(x, t(x; \hat\beta))`. Valid as n grows but not finite-sample: the sets
+* *global* (one beta, as the released code; its target there is
+  :math:`\lceil (1-\alpha) n \rceil` points, no +1: ``predict(variant="released")``):
+  :math:`\hat\beta` = smallest :math:`\beta \ge 0` with :math:`N(\beta) \ge k`; the test
+  set is :math:`C(x, t(x; \hat\beta))`. Valid as n grows but not finite-sample: the sets
   are not nested in :math:`\beta`.
 * *full* (the paper's Algorithm 1): for each candidate label y of the test point,
   calibrate on the n + 1 points including (x, y) and keep y if it lands in its own
