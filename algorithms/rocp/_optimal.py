@@ -109,17 +109,28 @@ class CoveragePath(NamedTuple):
   n: jax.Array  # float (): calibration size
 
 
+def loss_cdf(probs_Y: jax.Array, loss_AxY: jax.Array) -> jax.Array:
+  """F_a(l(a, y)) = sum_z p_z 1[l(a, z) <= l(a, y)], (A, Y); exactly 1 at a row's worst label."""
+  loss = loss_AxY.astype(probs_Y.dtype)
+  le_AxYxY = loss[:, None, :] <= loss[:, :, None]  # [a, y, z]: l(a, z) <= l(a, y)
+  f_AxY = jnp.einsum("ayz,z->ay", le_AxYxY.astype(probs_Y.dtype), probs_Y)
+  return jnp.where(le_AxYxY.all(-1), 1.0, jnp.minimum(f_AxY, 1.0))
+
+
+def loss_quantiles(f_AxY: jax.Array, loss_AxY: jax.Array, levels_L: jax.Array) -> jax.Array:
+  """theta_a(t) = min{l(a, y) : F_a(l(a, y)) >= t} at each level t, (L, A) (the row's
+  smallest loss at t = 0)."""
+  reach_LxAxY = f_AxY[None] >= levels_L[:, None, None]
+  return jnp.where(reach_LxAxY, loss_AxY[None], jnp.inf).min(-1)
+
+
 def candidates(probs_Y: jax.Array, loss_AxY: jax.Array) -> Candidates:
   """Candidate levels, values, sets and actions of one input (unchecked core)."""
-  num_a, num_y = loss_AxY.shape
   dtype = probs_Y.dtype
   loss = loss_AxY.astype(dtype)
-  le_AxYxY = loss[:, None, :] <= loss[:, :, None]  # [a, y, z]: l(a, z) <= l(a, y)
-  f_AxY = jnp.einsum("ayz,z->ay", le_AxYxY.astype(dtype), probs_Y)
-  f_AxY = jnp.where(le_AxYxY.all(-1), 1.0, jnp.minimum(f_AxY, 1.0))
+  f_AxY = loss_cdf(probs_Y, loss)
   t_M = jnp.concatenate([jnp.zeros((1,), dtype), f_AxY.reshape(-1)])
-  reach_MxAxY = f_AxY[None] >= t_M[:, None, None]
-  theta_MxA = jnp.where(reach_MxAxY, loss[None], jnp.inf).min(-1)
+  theta_MxA = loss_quantiles(f_AxY, loss, t_M)
   worst_A = loss.max(-1)
   g_MxA = t_M[:, None] * theta_MxA + (1.0 - t_M[:, None]) * worst_A[None]
   g_MxA = g_MxA.at[0].set(worst_A)  # t = 0: 0 * theta, kept exact
@@ -128,7 +139,6 @@ def candidates(probs_Y: jax.Array, loss_AxY: jax.Array) -> Candidates:
   theta_hat_M = jnp.take_along_axis(theta_MxA, action_M[:, None], axis=-1)[:, 0]
   sets_MxY = loss[action_M] <= theta_hat_M[:, None]
   sets_MxY = sets_MxY.at[0].set(True)
-  del num_a, num_y
   return Candidates(t_M, value_M, sets_MxY, action_M)
 
 

@@ -44,18 +44,10 @@ BISECTION_STEPS = 50
 BISECTION_RTOL = 1e-8
 
 
-def _cdf_AxY(probs_Y, loss_AxY):
-  """F_a(l(a, y)): the model's probability that action a loses at most l(a, y); (A, Y)."""
-  le = loss_AxY[:, None, :] <= loss_AxY[:, :, None]  # (a, y, z): l(a, z) <= l(a, y)
-  f = jnp.einsum("ayz,z->ay", le.astype(probs_Y.dtype), probs_Y)
-  return jnp.where(le.all(-1), 1.0, jnp.minimum(f, 1.0))  # the row's largest loss: exactly 1
-
-
-def _sets_at_levels(probs_Y, loss_AxY, levels_L):
-  """(theta*, set) of the risk-averse agent at each level (one input): (L,), (L, Y)."""
-  loss = loss_AxY.astype(probs_Y.dtype)
-  f_AxY = _cdf_AxY(probs_Y, loss)
-  theta_LxA = jnp.where(f_AxY[None] >= levels_L[:, None, None], loss[None], jnp.inf).min(-1)
+def _sets_at_levels(f_AxY, loss, levels_L):
+  """(theta*, set) of the risk-averse agent at each level (one input; ``f_AxY`` its
+  :func:`_optimal.loss_cdf`): (L,), (L, Y)."""
+  theta_LxA = _optimal.loss_quantiles(f_AxY, loss, levels_L)
   a_L = jnp.argmin(theta_LxA, axis=-1)
   theta_L = jnp.take_along_axis(theta_LxA, a_L[:, None], axis=-1)[:, 0]
   return theta_L, loss[a_L] <= theta_L[:, None]
@@ -63,9 +55,11 @@ def _sets_at_levels(probs_Y, loss_AxY, levels_L):
 
 def _candidates(probs_Y, loss_AxY):
   """The paper's candidate levels {0, 1, F_a(l(a, y))} with min_a theta_a(s) and sets."""
-  f = _cdf_AxY(probs_Y, loss_AxY.astype(probs_Y.dtype)).reshape(-1)
+  loss = loss_AxY.astype(probs_Y.dtype)
+  f_AxY = _optimal.loss_cdf(probs_Y, loss)
+  f = f_AxY.reshape(-1)
   s_M = jnp.concatenate([jnp.zeros((1,), f.dtype), jnp.ones((1,), f.dtype), f])
-  w_M, sets_MxY = _sets_at_levels(probs_Y, loss_AxY, s_M)
+  w_M, sets_MxY = _sets_at_levels(f_AxY, loss, s_M)
   return s_M, w_M, sets_MxY
 
 
@@ -150,7 +144,9 @@ def rac(probs_cal_NxY, labels_cal_N, probs_test_MxY, loss_AxY, alpha) -> Predict
 
 def _rac_global_level(probs_cal, labels_cal, probs_test, loss_AxY, alpha, num_levels=200):
   levels = jnp.linspace(0.0, 1.0, num_levels + 1, dtype=probs_cal.dtype)[1:]  # t > 0
-  sets_at = jax.vmap(lambda p, lv: _sets_at_levels(p, loss_AxY, lv)[1], in_axes=(0, None))
+  loss = loss_AxY.astype(probs_cal.dtype)
+  sets_at = jax.vmap(lambda p, lv: _sets_at_levels(_optimal.loss_cdf(p, loss), loss, lv)[1],
+                     in_axes=(0, None))
   sets_cal = sets_at(probs_cal, levels)
   covered_L = jnp.take_along_axis(sets_cal, labels_cal[:, None, None], axis=-1)[..., 0].sum(0)
   k = _optimal.conformal_rank(jnp.asarray(probs_cal.shape[0], probs_cal.dtype), alpha)
@@ -158,7 +154,7 @@ def _rac_global_level(probs_cal, labels_cal, probs_test, loss_AxY, alpha, num_le
   li = jnp.where(ok.any(), jnp.argmax(ok), num_levels - 1)
   level = levels[li]
   sets = sets_at(probs_test, level[None])[:, 0] | ~ok.any()
-  actions = _risk._minimax_action(loss_AxY.astype(probs_cal.dtype), sets, 0.0)
+  actions = _risk._minimax_action(loss, sets, 0.0)
   return Prediction(sets, actions, level)
 
 

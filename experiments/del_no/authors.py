@@ -52,8 +52,8 @@ from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.common import Normalizer
 from reprojax.experiments.del_no import experiment as ex
+from reprojax.experiments.del_no.configs import full
 from reprojax.models import del_no
-from reprojax.models import fno
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 FLAGS = flags.FLAGS
@@ -101,9 +101,9 @@ class Setup(NamedTuple):
   sigma: float
 
 
-def _fno(layer_init: str) -> fno.FNO:
-  return fno.FNO(modes=(16,), width=64, depth=4, projection=128, layer_init=layer_init,
-                 spectral_method="dft")
+def _fno(layer_init: str) -> nn.Module:
+  """The full config's FNO (width 64, 4 layers, 16 modes) with the given pointwise init."""
+  return ex.make_backbone("fno", full.get_config().backbones, layer_init=layer_init)
 
 
 def make_variant(variant: str, steps: int):

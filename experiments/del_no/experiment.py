@@ -56,13 +56,17 @@ NOISE_PROTOCOLS = ("ours", "authors")  # config.noise_protocol (Inputs.inputs)
 
 
 def make_backbone(name: str, bc: ml_collections.ConfigDict, dims: int = 1,
-                  periodic: bool = True) -> nn.Module:
-  """One backbone for 1-D (periodic) or 2-D grids; 2-D non-periodic grids (Darcy) pad the FNO."""
+                  periodic: bool = True, layer_init: str = "flax") -> nn.Module:
+  """One backbone for 1-D (periodic) or 2-D grids; 2-D non-periodic grids (Darcy) pad the FNO.
+
+  ``layer_init`` (FNO only): ``"flax"`` or ``"torch"`` (PyTorch's defaults, the authors' code).
+  """
   if name == "fno":
     modes = (bc.fno_modes,) if dims == 1 else (bc.fno_modes_2d,) * 2
     return fno.FNO(modes=modes, width=bc.fno_width, depth=bc.fno_depth,
                    projection=2 * bc.fno_width, padding=0 if periodic else bc.fno_padding_2d,
-                   spectral_method="dft" if dims == 1 else "fft")  # same operator; fft is faster in 2-D
+                   spectral_method="dft" if dims == 1 else "fft",  # same operator; fft is faster in 2-D
+                   layer_init=layer_init)
   if name == "unet":
     return unet_operator.UNetOperator(dims=dims, width=bc.unet_width, levels=bc.unet_levels,
                                       padding="CIRCULAR" if periodic else "SAME")

@@ -122,10 +122,23 @@ def test_authors_optimizer_is_one_cycle_per_group_with_clipping():
   # The scales train in the orders' group (notebooks 2/3 put scale_ with gamma).
   labels = del_no.param_labels(params, scales_with_orders=True)["params"]
   assert labels["scale"] == "orders" and labels["backbone"]["w"] == "network"
-  # Gradients are clipped to global norm 1 before AdamW.
-  upd, _ = optax.clip_by_global_norm(1.0).update(grads, optax.clip_by_global_norm(1.0).init(grads))
-  norm = jnp.sqrt(sum(jnp.sum(v ** 2) for v in jax.tree.leaves(upd)))
-  assert float(norm) == pytest.approx(1.0, rel=1e-5)
+  # Gradients are clipped to global norm 1 before AdamW. Adam alone is blind to one global
+  # scale but not to a scale that changes between steps: gradients (100 u, u) must then act
+  # as (u, u) for a unit-norm u, while unclipped they would not.
+  u = jax.tree.map(lambda v: jnp.ones_like(v) / np.sqrt(7.0), params)  # 7 entries: norm 1
+
+  def second_update(first_scale):
+    st = opt.init(params)
+    _, st = opt.update(jax.tree.map(lambda v: first_scale * v, u), st, params)
+    return opt.update(u, st, params)[0]
+
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5),
+               second_update(100.0), second_update(1.0))
+  unclipped = del_no.authors_optimizer(steps, clip_norm=1e6)
+  st = unclipped.init(params)
+  _, st = unclipped.update(jax.tree.map(lambda v: 100.0 * v, u), st, params)
+  moved = unclipped.update(u, st, params)[0]
+  assert not np.allclose(moved["params"]["scale"], second_update(1.0)["params"]["scale"])
 
 
 def test_noise_is_one_global_std_and_readings():
