@@ -730,7 +730,8 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
             jax.ShapeDtypeStruct(z_shape, jnp.float32))
   else:
     k1, k2, k3, k4 = jax.random.split(key, 4)
-    args = (jax.device_get(nets.init_ae(k1)), jax.device_get(nets.init_watermarker("latent", k2)),
+    init_wm = jax.jit(nets.init_watermarker, static_argnums=0)  # one program, not one per op
+    args = (jax.device_get(jax.jit(nets.init_ae)(k1)), jax.device_get(init_wm("latent", k2)),
             np.asarray(jax.random.uniform(k3, x_shape)), np.asarray(jax.random.normal(k4, z_shape)))
 
   loss = watermark_loss_fn(config.to_json(), "latent")

@@ -36,7 +36,7 @@ The run, every arm one compiled program over all seeds (``jax.vmap`` over seeds 
 from __future__ import annotations
 
 import functools
-from typing import Mapping
+from typing import Callable, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -47,23 +47,33 @@ import optax
 from reprojax.algorithms import flash_grpo as fg
 from reprojax.algorithms import flow_matching as fm
 from reprojax.algorithms import policy_gradient as pg
+from reprojax.data import digits
 from reprojax.data import mixture2d
 from reprojax.experiments import common
+from reprojax.experiments import digit_generator
 from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments import train
 from reprojax.experiments.flash_grpo import plots
 from reprojax.models import flow_mlp
+from reprojax.models import mlp_classifier
 
 ARMS = ("full", "window", "single", "iso", "flash")
+TASKS = ("mixture2d", "digits")
 _POS = (0.5, float("inf"))
 CONFIG_RANGES = {"num_modes": _POS, "group": (1.5, float("inf")), "sde_high": _POS,
                  "budget": _POS, "window": _POS, "curve_points": (1.5, float("inf")),
                  "variance_batches": (1.5, float("inf")), "shift": (0.0, float("inf")),
-                 "std": (0.0, float("inf")), "clip_eps": (0.0, 1.0)}
+                 "std": (0.0, float("inf")), "clip_eps": (0.0, 1.0),
+                 "ink_weight": (0.0, float("inf"))}
 
 
 def _check_config(config) -> None:
+  if config.task not in TASKS:
+    raise ValueError(f"config.task must be one of {TASKS}, got {config.task!r}")
+  if config.task == "digits" and int(config.num_modes) != 10:
+    raise ValueError(f"config.num_modes={config.num_modes}: the digits task prompts all 10 "
+                     "digits")
   bad = [a for a in config.arms if a not in ARMS]
   if bad:
     raise ValueError(f"config.arms must name arms in {ARMS}, got {bad}")
@@ -104,6 +114,56 @@ def reward(config, x_BxD, labels_B):
   return -jnp.sum(jnp.square(x_BxD - target), axis=-1)
 
 
+class Task(NamedTuple):
+  """What the arms need of a task: ``velocity(params, labels_B)`` -> ``v(x_BxD, t_B)`` (the
+  suite's flow convention, ``t`` from noise 0 to data 1), ``reward(x_BxD, labels_B)`` ->
+  ``r_B``, ``correct(x_BxD, labels_B)`` -> ``B`` booleans (the sample shows its prompt: the
+  nearest mode on the mixture, the frozen classifier's digit on digits), ``dim`` = D."""
+  velocity: Callable
+  reward: Callable
+  correct: Callable
+  dim: int
+
+
+def mixture_task(config, model) -> Task:
+  """The 2-D mixture: the flow MLP, prompted by the mode's label."""
+  c = jnp.asarray(mixture2d.centres(int(config.num_modes), float(config.radius)))
+
+  def correct(x, labels):
+    return jnp.argmin(jnp.sum(jnp.square(x[:, None] - c[None]), -1), axis=1) == labels
+
+  return Task(velocity=lambda params, labels: _velocity(model, params, labels),
+              reward=functools.partial(reward, config), correct=correct, dim=2)
+
+
+def digits_task(config, model, clf) -> Task:
+  """Digits: the suite's prompted U-Net (``experiments/digit_generator.py``), prompted "a
+  photo of the digit <word>". The reward (our choice, a preference with room to rise above
+  the base model) asks for a recognisable digit drawn with little ink: the frozen
+  classifier's log-probability of the prompted digit minus ``ink_weight`` times the mean
+  ink ``(x + 1) / 2``, of the image clipped to [-1, 1] (as the generator's sampler clips)."""
+  tokens = jnp.asarray(digits.tokenize([digits.prompt(d) for d in range(10)]))
+  shape = digit_generator.IMAGE_SHAPE
+  clf_model, clf_params = clf
+
+  def velocity(params, labels):
+    tok = tokens[labels]
+    return lambda x, t: model.apply(params, x.reshape((-1,) + shape), t,
+                                    tok).reshape(x.shape)
+
+  def logits(x):
+    return clf_model.apply(clf_params, jnp.clip(x, -1.0, 1.0))
+
+  def reward_(x, labels):
+    log_p = jnp.take_along_axis(jax.nn.log_softmax(logits(x)), labels[:, None], axis=1)[:, 0]
+    ink = jnp.mean((jnp.clip(x, -1.0, 1.0) + 1.0) / 2.0, axis=1)
+    return log_p - float(config.ink_weight) * ink
+
+  return Task(velocity=velocity, reward=reward_,
+              correct=lambda x, labels: jnp.argmax(logits(x), axis=1) == labels,
+              dim=int(np.prod(shape)))
+
+
 def cost_per_iteration(config, arm: str) -> int:
   """Forward equivalents per sample of one iteration: the rollout and the trained steps."""
   n = int(config.num_steps)
@@ -124,7 +184,7 @@ def _labels(config):
   return jnp.repeat(jnp.arange(p), g)  # one prompt per label
 
 
-def make_iteration(config, model, arm: str):
+def make_iteration(config, task: Task, arm: str):
   """``(params, opt_state, it, key) -> (params, opt_state, mean reward)``: one rollout and
   one on-policy update of ``arm`` for one seed (pure: vmapped over seeds)."""
   sig = jnp.asarray(fg.flow_sigmas(int(config.num_steps), float(config.schedule_shift)))
@@ -139,12 +199,12 @@ def make_iteration(config, model, arm: str):
     k_pg = fg.sample_sde_steps(k_step, p, g, int(config.sde_high),
                                iso_temporal=arm in ("iso", "flash"))
     k_b = k_pg.reshape(-1)
-    noise = jax.random.normal(k_noise, (p * g, 2))
-    ro = fg.single_sde_rollout(_velocity(model, params, labels), noise, sig, k_b, k_sde)
-    r = reward(config, ro.x_final_BxD, labels).reshape(p, g)
+    noise = jax.random.normal(k_noise, (p * g, task.dim))
+    ro = fg.single_sde_rollout(task.velocity(params, labels), noise, sig, k_b, k_sde)
+    r = task.reward(ro.x_final_BxD, labels).reshape(p, g)
 
     def loss(params_):
-      lp = fg.step_log_prob(_velocity(model, params_, labels), ro.x_k_BxD, ro.x_next_BxD,
+      lp = fg.step_log_prob(task.velocity(params_, labels), ro.x_k_BxD, ro.x_next_BxD,
                             sig, k_b).reshape(p, g)
       return fg.flash_grpo_loss(lp, jax.lax.stop_gradient(lp), r, k_pg, sig, clip_eps=clip,
                                 rectify=arm == "flash")
@@ -155,10 +215,10 @@ def make_iteration(config, model, arm: str):
 
   def trajectory(params, opt_state, it, key):
     k_noise, k_sde = jax.random.split(key)
-    noise = jax.random.normal(k_noise, (p * g, 2))
+    noise = jax.random.normal(k_noise, (p * g, task.dim))
     sde = jnp.arange(n) < n - 1
-    tr = fg.sde_trajectory(_velocity(model, params, labels), noise, sig, sde, k_sde)
-    r = reward(config, tr.x_final_BxD, labels).reshape(p, g)
+    tr = fg.sde_trajectory(task.velocity(params, labels), noise, sig, sde, k_sde)
+    r = task.reward(tr.x_final_BxD, labels).reshape(p, g)
     states = jnp.concatenate([tr.states_NxBxD, tr.x_final_BxD[None]])
     if arm == "full":
       steps = jnp.arange(n - 1)
@@ -169,7 +229,7 @@ def make_iteration(config, model, arm: str):
     adv = jax.lax.stop_gradient(fg.public_advantages(r))
 
     def loss(params_):
-      vel = _velocity(model, params_, labels)
+      vel = task.velocity(params_, labels)
 
       def one(k):
         lp = fg.step_log_prob(vel, states[k], states[k + 1], sig,
@@ -186,29 +246,30 @@ def make_iteration(config, model, arm: str):
   return (trajectory if arm in ("full", "window") else single), opt
 
 
-def evaluate(config, model, params, key):
-  """Mean reward and within-label spread of ODE samples from fixed noise."""
+def evaluate(config, task: Task, params, key):
+  """Mean reward, within-label spread and fraction correct of ODE samples from fixed noise."""
   labels = jnp.repeat(jnp.arange(int(config.num_modes)), int(config.eval_per_mode))
-  noise = jax.random.normal(key, (labels.shape[0], 2))
+  noise = jax.random.normal(key, (labels.shape[0], task.dim))
   sig = jnp.asarray(fg.flow_sigmas(int(config.num_steps), float(config.schedule_shift)))
-  vel = _velocity(model, params, labels)
+  vel = task.velocity(params, labels)
 
   def step(x, i):
     t = jnp.full(x.shape[:-1], 1.0 - sig[i])
     return x - (sig[i + 1] - sig[i]) * vel(x, t), None
 
   x, _ = jax.lax.scan(step, noise, jnp.arange(int(config.num_steps)))
-  spread = jnp.mean(jnp.std(x.reshape(int(config.num_modes), -1, 2), axis=1))
-  return jnp.mean(reward(config, x, labels)), spread
+  spread = jnp.mean(jnp.std(x.reshape(int(config.num_modes), -1, task.dim), axis=1))
+  return (jnp.mean(task.reward(x, labels)), spread,
+          jnp.mean(task.correct(x, labels).astype(jnp.float32)))
 
 
-def train_arm(config, model, arm: str, params0, key):
-  """One seed's run of ``arm``: the eval reward at ``curve_points`` compute levels."""
-  iteration, opt = make_iteration(config, model, arm)
+def train_arm(config, task: Task, arm: str, params0, k_train, k_eval):
+  """One seed's run of ``arm``: the eval reward at ``curve_points`` compute levels, every
+  evaluation from the same noise ``k_eval`` (shared by the arms: paired comparisons)."""
+  iteration, opt = make_iteration(config, task, arm)
   total = iterations(config, arm)
   points = int(config.curve_points)
   per = max(1, total // (points - 1))
-  k_eval, k_train = jax.random.split(key)
 
   def chunk(carry, c):
     params, opt_state = carry
@@ -220,16 +281,16 @@ def train_arm(config, model, arm: str, params0, key):
       return (p_, o_), r
 
     (params, opt_state), rs = jax.lax.scan(body, (params, opt_state), jnp.arange(per))
-    return (params, opt_state), (evaluate(config, model, params, k_eval)[0], jnp.mean(rs))
+    return (params, opt_state), (evaluate(config, task, params, k_eval)[0], jnp.mean(rs))
 
-  r0 = evaluate(config, model, params0, k_eval)[0]
+  r0, _, correct0 = evaluate(config, task, params0, k_eval)
   (params, _), (curve, train_r) = jax.lax.scan(chunk, (params0, opt.init(params0)),
                                                jnp.arange(points - 1))
-  final, spread = evaluate(config, model, params, k_eval)
-  return jnp.concatenate([r0[None], curve]), final, spread, train_r
+  final, spread, correct = evaluate(config, task, params, k_eval)
+  return jnp.concatenate([r0[None], curve]), final, spread, train_r, correct0, correct
 
 
-def gradient_diagnostics(config, model, params, key):
+def gradient_diagnostics(config, task: Task, params, key):
   """At ``params``: per step ``k`` the mean gradient norm of the single-step loss with every
   sample at ``k`` (unrectified; rectified), and the gradient estimate's variance with
   independent and with iso-temporal ``k``."""
@@ -240,13 +301,13 @@ def gradient_diagnostics(config, model, params, key):
 
   def grad_at(k_pg, key_):
     k_noise, k_sde = jax.random.split(key_)
-    noise = jax.random.normal(k_noise, (p * g, 2))
+    noise = jax.random.normal(k_noise, (p * g, task.dim))
     k_b = k_pg.reshape(-1)
-    ro = fg.single_sde_rollout(_velocity(model, params, labels), noise, sig, k_b, k_sde)
-    r = reward(config, ro.x_final_BxD, labels).reshape(p, g)
+    ro = fg.single_sde_rollout(task.velocity(params, labels), noise, sig, k_b, k_sde)
+    r = task.reward(ro.x_final_BxD, labels).reshape(p, g)
 
     def loss(params_):
-      lp = fg.step_log_prob(_velocity(model, params_, labels), ro.x_k_BxD, ro.x_next_BxD,
+      lp = fg.step_log_prob(task.velocity(params_, labels), ro.x_k_BxD, ro.x_next_BxD,
                             sig, k_b).reshape(p, g)
       # the rectification weight of a batch all at one k is 1 after its batch mean: the
       # per-k comparison multiplies by 1/c_k over the mean of 1/c_k across the k's instead
@@ -271,26 +332,69 @@ def gradient_diagnostics(config, model, params, key):
   return norms, rect, variance(False), variance(True)
 
 
+def _arms(config, task: Task, params0, k_diag, k_arms):
+  """One seed, from ``params0``: the gradient diagnostics and every arm's run."""
+  norms, rect, v_ind, v_iso = gradient_diagnostics(config, task, params0, k_diag)
+  out = dict(grad_norms=norms, grad_norms_rectified=rect, var_independent=v_ind,
+             var_iso=v_iso)
+  k_eval, k_train = jax.random.split(k_arms)
+  for i, arm in enumerate(config.arms):
+    curve, final, spread, train_r, correct0, correct = train_arm(
+        config, task, arm, params0, jax.random.fold_in(k_train, i), k_eval)
+    out.update({f"{arm}_curve": curve, f"{arm}_final": final, f"{arm}_spread": spread,
+                f"{arm}_train_reward": train_r, f"{arm}_correct": correct,
+                f"{arm}_start_correct": correct0})
+  return out
+
+
 @functools.lru_cache(maxsize=None)
 def _program(config_json: str):
+  """The mixture's program of one seed: pretraining, then :func:`_arms`."""
   config = ml_collections.ConfigDict(__import__("json").loads(config_json))
   model = make_model(config)
 
   def per_seed(key, points, labels):
     k_pre, k_diag, k_arms = jax.random.split(key, 3)
     params0, losses = pretrain(config, model, k_pre, points, labels)
-    out = {"pretrain_loss": losses[-1]}
-    norms, rect, v_ind, v_iso = gradient_diagnostics(config, model, params0, k_diag)
-    out.update(grad_norms=norms, grad_norms_rectified=rect, var_independent=v_ind,
-               var_iso=v_iso)
-    for i, arm in enumerate(config.arms):
-      curve, final, spread, train_r = train_arm(config, model, arm, params0,
-                                                jax.random.fold_in(k_arms, i))
-      out.update({f"{arm}_curve": curve, f"{arm}_final": final, f"{arm}_spread": spread,
-                  f"{arm}_train_reward": train_r})
-    return out
+    return {"pretrain_loss": losses[-1],
+            **_arms(config, mixture_task(config, model), params0, k_diag, k_arms)}
 
   return per_seed
+
+
+def _run_mixture(config, mesh, keys, seeds, m):
+  data = [mixture2d.sample(int(config.num_points), s, int(config.num_modes),
+                           float(config.radius), float(config.std)) for s in seeds]
+  points = np.stack([d.points_Nx2 for d in data])
+  labels = np.stack([d.labels_N for d in data])
+  fn = sharding.vmap_sharded(_program(config.to_json()), mesh, in_axes=(0, 0, 0))
+  out = jax.device_get(fn(keys, points, labels))
+  pre = np.asarray(out["pretrain_loss"])
+  if not np.all(np.isfinite(pre)):
+    raise FloatingPointError(f"pretraining loss is not finite: {pre}")
+  m["pretrain_loss"] = float(pre.mean())
+  return out
+
+
+def _run_digits(config, workdir, mesh, keys, m):
+  """One generator and one frozen classifier for every seed (trained, or restored from
+  ``<workdir>/generator``); the seeds differ in their rollouts' noise and SDE steps."""
+  train_split, _, test_split = digits.split(digits.load(), seed=int(config.seed))
+  model, params0 = digit_generator.train_generator(config.generator, workdir, mesh,
+                                                   train_split)
+  clf = digit_generator.train_classifier(config.generator, train_split,
+                                         jax.random.key(int(config.seed) + 1))
+  x_test = jnp.asarray(test_split.images.reshape(len(test_split.labels), -1))
+  m["classifier_test_acc"] = float(np.mean(
+      np.argmax(np.asarray(clf[0].apply(clf[1], x_test)), 1) == test_split.labels))
+  task = digits_task(config, model, clf)
+
+  def per_seed(key, params):
+    _, k_diag, k_arms = jax.random.split(key, 3)
+    return _arms(config, task, params, k_diag, k_arms)
+
+  fn = sharding.vmap_sharded(per_seed, mesh, in_axes=(0, None))
+  return jax.device_get(fn(keys, params0))
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
@@ -298,19 +402,14 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   _check_config(config)
   mesh = sharding.config_mesh(config)
   seeds = [int(config.seed) + s for s in range(int(config.num_seeds))]
-  data = [mixture2d.sample(int(config.num_points), s, int(config.num_modes),
-                           float(config.radius), float(config.std)) for s in seeds]
-  points = np.stack([d.points_Nx2 for d in data])
-  labels = np.stack([d.labels_N for d in data])
   keys = jax.random.split(jax.random.key(int(config.seed)), len(seeds))
-  fn = sharding.vmap_sharded(_program(config.to_json()), mesh, in_axes=(0, 0, 0))
-  out = jax.device_get(fn(keys, points, labels))
   m: dict[str, float] = {"num_seeds": float(len(seeds))}
+  if config.task == "digits":
+    out = _run_digits(config, workdir, mesh, keys, m)
+  else:
+    out = _run_mixture(config, mesh, keys, seeds, m)
   se = lambda x: float(common.standard_error(x)) if len(x) > 1 else 0.0  # pylint: disable=unnecessary-lambda-assignment
-  pre = np.asarray(out["pretrain_loss"])
-  if not np.all(np.isfinite(pre)):
-    raise FloatingPointError(f"pretraining loss is not finite: {pre}")
-  m["pretrain_loss"] = float(pre.mean())
+  m["start_correct"] = float(np.mean([out[f"{a}_start_correct"] for a in config.arms]))
   for arm in config.arms:
     final = np.asarray(out[f"{arm}_final"])
     if not np.all(np.isfinite(final)):
@@ -319,6 +418,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     m[f"{arm}_reward_se"] = se(final)
     m[f"{arm}_start_reward"] = float(np.asarray(out[f"{arm}_curve"])[:, 0].mean())
     m[f"{arm}_spread"] = float(np.asarray(out[f"{arm}_spread"]).mean())
+    m[f"{arm}_correct"] = float(np.asarray(out[f"{arm}_correct"]).mean())
     m[f"{arm}_iterations"] = float(iterations(config, arm))
     m[f"{arm}_compute"] = float(iterations(config, arm) * cost_per_iteration(config, arm))
     curve = np.asarray(out[f"{arm}_curve"]).mean(0)
@@ -400,20 +500,30 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   """The paper's main sharded computation at ``config``'s shapes: one Flash-GRPO iteration
   (rollout with one iso-temporal SDE step, rectified update) per seed, seeds split over
   ``data``. With a key: initial parameters per seed drawn from it; with None: abstract."""
-  model = make_model(config)
-  iteration, opt = make_iteration(config, model, "flash")
+  if config.task == "digits":  # the U-Net and an untrained classifier of the same shapes
+    model = digit_generator.make_model(config.generator)
+    init = functools.partial(digit_generator.init_params, model)
+    clf_model = mlp_classifier.MLPClassifier(hidden=tuple(config.generator.classifier_hidden),
+                                             num_classes=10)
+    clf_params = clf_model.init(jax.random.key(1), jnp.zeros((1, 64)))
+    task = digits_task(config, model, (clf_model, clf_params))
+  else:
+    model = make_model(config)
+    init = functools.partial(init_params, model)
+    task = mixture_task(config, model)
+  iteration, opt = make_iteration(config, task, "flash")
   n = int(config.num_seeds)
 
   def one(params, key_):
     return iteration(params, opt.init(params), 0, key_)[2]
 
   if key is None:
-    shapes = jax.eval_shape(lambda: init_params(model, jax.random.key(0)))
+    shapes = jax.eval_shape(lambda: init(jax.random.key(0)))
     params = jax.tree.map(lambda s: jax.ShapeDtypeStruct((n,) + s.shape, s.dtype), shapes)
     args = (params, jax.eval_shape(lambda: jax.random.split(jax.random.key(0), n)))
   else:
     k1, k2 = jax.random.split(key)
-    params = jax.device_get(jax.vmap(lambda k: init_params(model, k))(jax.random.split(k1, n)))
+    params = jax.device_get(jax.jit(jax.vmap(init))(jax.random.split(k1, n)))
     args = (params, jax.random.split(k2, n))
   return sharding.Step(build=lambda mesh: sharding.vmap_sharded(one, mesh, in_axes=(0, 0)),
                        args=args)

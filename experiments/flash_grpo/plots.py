@@ -26,7 +26,8 @@ def plot_curves(workdir, config, m):
   ax2.plot(ks, [m[f"grad_norm_rectified_k{k}"] for k in ks], "s-", label="rectified")
   ax2.set(xlabel="SDE step k", ylabel="mean gradient norm")
   ax2.legend(fontsize=7)
-  fig.suptitle(f"Flash-GRPO on a {int(config.num_modes)}-mode 2-D mixture, "
-               f"{int(m['num_seeds'])} seeds")
+  what = ("the digits U-Net" if config.task == "digits"
+          else f"a {int(config.num_modes)}-mode 2-D mixture")
+  fig.suptitle(f"Flash-GRPO on {what}, {int(m['num_seeds'])} seeds")
   fig.tight_layout()
   plotting.save(fig, workdir, "curves.png")

@@ -33,9 +33,7 @@
 
 from __future__ import annotations
 
-import functools
 import math
-import os
 import time
 from typing import Any
 
@@ -44,7 +42,6 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-import optax
 import scipy.linalg
 
 from reprojax.algorithms import flow_matching as fm
@@ -52,10 +49,13 @@ from reprojax.algorithms import oce
 from reprojax.data import digits
 from reprojax.experiments import common
 from reprojax.experiments import sharding
-from reprojax.experiments import train
+from reprojax.experiments.digit_generator import empty_tokens
+from reprojax.experiments.digit_generator import init_params
+from reprojax.experiments.digit_generator import make_model
+from reprojax.experiments.digit_generator import train_classifier
+from reprojax.experiments.digit_generator import train_generator
 from reprojax.experiments.results import Claim
 from reprojax.models import cond_unet
-from reprojax.models import mlp_classifier
 
 CONFIG_RANGES = {
     "guidance": (0.0, math.inf), "erase_target": (0.0, 1.0), "min_unedited_acc": (0.0, 1.0),
@@ -86,65 +86,7 @@ def tasks(config) -> list[tuple[str, tuple[int, ...], int]]:
 
 
 # ================================================================ the generator
-
-def make_model(config) -> cond_unet.CondUNet:
-  return cond_unet.CondUNet(vocab_size=len(digits.VOCAB), channels=tuple(config.channels),
-                            text_width=config.text_width, text_layers=config.text_layers,
-                            max_len=digits.MAX_LEN, attn_multiplier=config.attn_multiplier)
-
-
-def make_optimizer(config) -> optax.GradientTransformation:
-  schedule = optax.warmup_cosine_decay_schedule(0.0, config.learning_rate, config.warmup_steps,
-                                                config.num_steps)
-  return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
-
-
-def init_params(model, key):
-  return model.init(key, jnp.zeros((1, 8, 8, 1)), jnp.zeros((1,)),
-                    jnp.zeros((1, digits.MAX_LEN), jnp.int32))
-
-
-def _empty_tokens(n: int) -> jax.Array:
-  return jnp.zeros((n, digits.MAX_LEN), jnp.int32).at[:, 0].set(digits.EMPTY)
-
-
-def make_loss_fn(model, p_empty: float):
-  """Per-example flow-matching loss with a fresh random prompt for each image."""
-  table = jnp.asarray(digits.prompt_table())  # (10, T, 2, L)
-
-  def loss_fn(params, batch, key):
-    x1, y = batch
-    b = x1.shape[0]
-    k_t, k_f, k_e, k_fm = jax.random.split(key, 4)
-    tok = table[y, jax.random.randint(k_t, (b,), 0, table.shape[1]),
-                jax.random.randint(k_f, (b,), 0, 2)]
-    tok = jnp.where((jax.random.uniform(k_e, (b,)) < p_empty)[:, None], _empty_tokens(b), tok)
-
-    def velocity(x, t):
-      return model.apply(params, x.reshape(x1.shape), t, tok).reshape(b, -1)
-
-    return fm.flow_matching_loss(velocity, x1.reshape(b, -1), k_fm), {}
-
-  return loss_fn
-
-
-def train_generator(config, workdir: str, mesh, train_split: digits.Digits,
-                    stop_after: int | None = None):
-  """The generator, trained (or restored) under ``<workdir>/generator``: ``(model, params)``.
-
-  ``stop_after`` stops after that many steps, checkpointed (pre-emption tests).
-  """
-  model = make_model(config)
-  state = train.fit(workdir=os.path.join(workdir, "generator"), mesh=mesh,
-                    init_params=functools.partial(init_params, model),
-                    loss_fn=make_loss_fn(model, config.p_empty),
-                    optimizer=make_optimizer(config),
-                    train_arrays=(train_split.images, train_split.labels),
-                    batch_size=config.batch_size, num_steps=config.num_steps, seed=config.seed,
-                    log_every=200, checkpoint_every=config.checkpoint_every,
-                    stop_after=stop_after)
-  return model, jax.device_get(state.params)
-
+# (experiments/digit_generator.py: the model, its training and the frozen classifier)
 
 def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
   """The paper's main sharded computation at ``config``'s shapes: one chunk of sampling.
@@ -178,22 +120,6 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
 
 
 # ================================================================ the classifier
-
-def train_classifier(config, train_split: digits.Digits, key):
-  model = mlp_classifier.MLPClassifier(hidden=tuple(config.classifier_hidden), num_classes=10)
-  x = jnp.asarray(train_split.images.reshape(len(train_split.labels), -1))
-  y = jnp.asarray(train_split.labels)
-  params = model.init(key, x[:1])
-
-  def loss(p):
-    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(model.apply(p, x), y))
-
-  params, losses = jax.jit(lambda p: train.fit_full_batch(
-      loss, optax.adamw(3e-3, weight_decay=1e-3), p, config.classifier_steps))(params)
-  if not np.all(np.isfinite(np.asarray(losses))):
-    raise FloatingPointError("the digit classifier's training loss is not finite")
-  return model, params
-
 
 def classifier_features(clf, images_NxHxWx1) -> np.ndarray:
   """The classifier's last hidden features ``(N, F)``, for the Frechet distance."""
@@ -240,7 +166,7 @@ def _sample_program(model, config):
 
   def one(key, tokens_L, params):
     x0 = jax.random.normal(key, (1, 64))
-    both = jnp.stack([tokens_L, _empty_tokens(1)[0]])
+    both = jnp.stack([tokens_L, empty_tokens(1)[0]])
 
     def velocity(x, t):
       out = model.apply(params, jnp.concatenate([x, x]).reshape(2, 8, 8, 1),
@@ -271,7 +197,7 @@ class PromptBank:
   def __init__(self, model, params):
     table = digits.prompt_table()  # (10, T, 2, L)
     self.shape = table.shape[:3]
-    tok = np.concatenate([table.reshape(-1, digits.MAX_LEN), np.asarray(_empty_tokens(1))])
+    tok = np.concatenate([table.reshape(-1, digits.MAX_LEN), np.asarray(empty_tokens(1))])
     ctx, mask = jax.jit(model.encode)(params, jnp.asarray(tok))
     self.ctx, self.mask = np.asarray(ctx), np.asarray(mask)
     self.last = digits.last_token_index(tok)

@@ -4,10 +4,18 @@ metrics, bad config."""
 
 import os
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
+from reprojax.data import digits
+from reprojax.experiments import digit_generator
 from reprojax.experiments import registry
+from reprojax.experiments import sharding
 from reprojax.experiments.flash_grpo import experiment
+from reprojax.experiments.flash_grpo.configs import digits as digits_config
+from reprojax.models import mlp_classifier
 
 
 def check_tiny_run(config, m, workdir, again):
@@ -70,4 +78,51 @@ def test_bad_config():
   with config.unlocked():
     config.sde_high = config.num_steps
   with pytest.raises(ValueError, match="sde_high"):
+    experiment.run(config, "/tmp/unused")
+
+
+def test_digits_task_velocity_reward_and_correctness_by_hand():
+  """The digits task: the U-Net's velocity on flattened images under each label's prompt;
+  the reward is the classifier's log-probability of the label minus ink_weight x mean ink
+  (numpy by hand); a sample is correct when the classifier's argmax is its label."""
+  config = digits_config.get_config()
+  with config.unlocked():
+    config.generator.channels, config.generator.text_width = (8, 16), 8
+    config.generator.classifier_hidden = (8,)
+  model = digit_generator.make_model(config.generator)
+  params = jax.jit(lambda k: digit_generator.init_params(model, k))(jax.random.key(0))
+  clf_model = mlp_classifier.MLPClassifier(hidden=(8,), num_classes=10)
+  clf_params = clf_model.init(jax.random.key(1), jnp.zeros((1, 64)))
+  task = experiment.digits_task(config, model, (clf_model, clf_params))
+  assert task.dim == 64
+  labels = jnp.array([3, 0, 9])
+  x = 1.5 * jax.random.normal(jax.random.key(2), (3, 64))  # some pixels beyond [-1, 1]
+  t = jnp.array([0.1, 0.5, 0.9])
+  tokens = digits.tokenize([digits.prompt(d) for d in (3, 0, 9)])
+  want = jax.jit(model.apply)(params, x.reshape(3, 8, 8, 1), t, jnp.asarray(tokens)).reshape(3, 64)
+  got = jax.jit(lambda p, l, x_, t_: task.velocity(p, l)(x_, t_))(params, labels, x, t)
+  np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+  xc = np.clip(np.asarray(x), -1.0, 1.0)
+  logits = np.asarray(jax.jit(clf_model.apply)(clf_params, jnp.asarray(xc)), np.float64)
+  log_p = logits - np.log(np.sum(np.exp(logits), axis=1, keepdims=True))
+  want_r = log_p[np.arange(3), [3, 0, 9]] - config.ink_weight * ((xc + 1) / 2).mean(1)
+  np.testing.assert_allclose(jax.jit(task.reward)(x, labels), want_r, rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(jax.jit(task.correct)(x, labels), logits.argmax(1) == [3, 0, 9])
+
+
+def test_digits_config_main_step_lowers_on_8_devices():
+  step = experiment.main_step(digits_config.get_config(), None)
+  assert step.build(sharding.make_mesh()).lower(*step.args).as_text()
+
+
+def test_bad_task():
+  config = registry.load_config("flash_grpo", "tiny")
+  with config.unlocked():
+    config.task = "images"
+  with pytest.raises(ValueError, match="task"):
+    experiment.run(config, "/tmp/unused")
+  config = digits_config.get_config()
+  with config.unlocked():
+    config.num_modes = 8
+  with pytest.raises(ValueError, match="all 10"):
     experiment.run(config, "/tmp/unused")

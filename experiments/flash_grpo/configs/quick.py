@@ -16,7 +16,8 @@ def get_config() -> ml_collections.ConfigDict:
   c.seed = 0
   c.num_seeds = 3
   c.mesh = ml_collections.ConfigDict({"data": -1})
-  # --- data and model
+  # --- task, data and model
+  c.task = "mixture2d"  # or "digits" (configs/digits.py)
   c.num_modes = 8  # labels = prompts
   c.radius = 2.0
   c.std = 0.2
