@@ -284,8 +284,32 @@ def paper_workloads(slug: str, full: bool) -> list[Workload]:
 BENCHED: tuple[str, ...] = registry.PAPERS  # every registered paper has a benchmark.py
 
 
+def _merged(rows, meta, limits, papers, path):
+  """``(rows, meta, limits)`` of the file to write: a run of some papers replaces their rows
+  in an existing ``bench.json`` of the same ``full`` setting and keeps the others (its meta
+  and limits stay the earlier run's, with a note saying which rows are newer)."""
+  if set(papers) >= set(BENCHED) or not os.path.isfile(path):
+    return rows, meta, limits
+  with open(path) as f:
+    old = json.load(f)
+  if bool(old["meta"].get("full")) != bool(meta["full"]):
+    return rows, meta, limits
+  kept = [r for r in old["rows"] if r["paper"] not in papers]
+  order = {slug: i for i, slug in enumerate(BENCHED)}
+  merged = sorted(kept + rows, key=lambda r: order.get(r["paper"], len(order)))
+  note = (f"{', '.join(papers)} rebenched {meta['date']} in a run of "
+          f"{'its' if len(papers) == 1 else 'their'} own "
+          f"({meta['wall_s']:.0f} s; limits then {limits['matmul_flops_per_s'] / 1e9:.0f} "
+          f"GFLOP/s, {limits['copy_bytes_per_s'] / 1e9:.1f} GB/s)")
+  old_note = old["meta"].get("note")
+  return merged, dict(old["meta"], note=f"{old_note}; {note}" if old_note else note), old["limits"]
+
+
 def run(papers: Sequence[str], full: bool, out: str) -> list[dict[str, Any]]:
-  """Benches ``papers``; writes ``out/bench.json`` and ``out/BENCH.md``; returns the rows."""
+  """Benches ``papers``; writes ``out/bench.json`` and ``out/BENCH.md``; returns the rows.
+
+  Benching some papers updates their rows of an existing ``out/bench.json`` (see
+  :func:`_merged`); the returned rows are this run's only."""
   unknown = [p for p in papers if p not in BENCHED]
   if unknown:
     raise ValueError(f"unknown papers {unknown}; registered: {', '.join(BENCHED)}")
@@ -304,9 +328,11 @@ def run(papers: Sequence[str], full: bool, out: str) -> list[dict[str, Any]]:
               f"{jax.devices()[0].platform}", jax=jax.__version__,
               date=time.strftime("%Y-%m-%d"), wall_s=time.time() - t0, python=sys.version.split()[0])
   os.makedirs(out, exist_ok=True)
-  results_lib.atomic_write_text(os.path.join(out, "bench.json"),
-                                json.dumps(dict(meta=meta, limits=limits, rows=rows), indent=1))
-  results_lib.atomic_write_text(os.path.join(out, "BENCH.md"), markdown(rows, limits, meta))
+  path = os.path.join(out, "bench.json")
+  all_rows, meta, limits = _merged(rows, meta, limits, papers, path)
+  results_lib.atomic_write_text(path, json.dumps(dict(meta=meta, limits=limits, rows=all_rows),
+                                                 indent=1))
+  results_lib.atomic_write_text(os.path.join(out, "BENCH.md"), markdown(all_rows, limits, meta))
   return rows
 
 

@@ -55,7 +55,7 @@ def _unet(config):
       jax.random.key(0)))
   clf_model = mlp_classifier.MLPClassifier(hidden=tuple(config.generator.classifier_hidden),
                                            num_classes=10)
-  clf = (clf_model, clf_model.init(jax.random.key(1), jnp.zeros((1, 64))))
+  clf = (clf_model, jax.jit(clf_model.init)(jax.random.key(1), jnp.zeros((1, 64))))
   return (experiment.digits_task(config, model, clf), params,
           f"digits U-Net {tuple(config.generator.channels)}")
 

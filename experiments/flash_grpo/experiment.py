@@ -505,7 +505,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
     init = functools.partial(digit_generator.init_params, model)
     clf_model = mlp_classifier.MLPClassifier(hidden=tuple(config.generator.classifier_hidden),
                                              num_classes=10)
-    clf_params = clf_model.init(jax.random.key(1), jnp.zeros((1, 64)))
+    clf_params = jax.jit(clf_model.init)(jax.random.key(1), jnp.zeros((1, 64)))
     task = digits_task(config, model, (clf_model, clf_params))
   else:
     model = make_model(config)

@@ -5,6 +5,7 @@ row needs the `bench` extra); this checks the harness on stand-in workloads and
 that every registered paper exposes ``workloads``.
 """
 
+import dataclasses
 import importlib
 import json
 
@@ -51,6 +52,24 @@ def test_writes_both_files_and_fails_only_on_disagreement(tmp_path, monkeypatch,
   assert data["limits"]["matmul_flops_per_s"] > 0 and data["limits"]["copy_bytes_per_s"] > 0
   md = (tmp_path / "BENCH.md").read_text()
   assert ("**DISAGREE**" in md) is disagree and "| demo | sum | numpy" in md
+
+
+def test_benching_one_paper_replaces_only_its_rows(tmp_path, monkeypatch, small_limits):
+  monkeypatch.setattr(bench, "BENCHED", ("demo", "other"))
+  monkeypatch.setattr(bench, "paper_workloads", lambda slug, full: [
+      dataclasses.replace(w, paper=slug) for w in _workloads(False)][:1 if slug == "other" else 2])
+  bench.cli(["all"], False, str(tmp_path))
+  first = json.loads((tmp_path / "bench.json").read_text())
+  assert [r["paper"] for r in first["rows"]] == ["demo", "demo", "other"]
+  bench.cli(["demo"], False, str(tmp_path))
+  second = json.loads((tmp_path / "bench.json").read_text())
+  assert [r["paper"] for r in second["rows"]] == ["demo", "demo", "other"]
+  assert second["rows"][2] == first["rows"][2]  # the other paper's row is kept as it was
+  assert second["limits"] == first["limits"] and "demo rebenched" in second["meta"]["note"]
+  assert "| other | sum |" in (tmp_path / "BENCH.md").read_text()
+  bench.cli(["demo"], True, str(tmp_path))  # another setting: a file of its own run
+  assert [r["paper"] for r in json.loads((tmp_path / "bench.json").read_text())["rows"]] == [
+      "demo", "demo"]
 
 
 def test_repeats_are_interleaved_after_one_warm_up_each():

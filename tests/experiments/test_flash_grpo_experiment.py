@@ -90,24 +90,31 @@ def test_digits_task_velocity_reward_and_correctness_by_hand():
     config.generator.channels, config.generator.text_width = (8, 16), 8
     config.generator.classifier_hidden = (8,)
   model = digit_generator.make_model(config.generator)
-  params = jax.jit(lambda k: digit_generator.init_params(model, k))(jax.random.key(0))
   clf_model = mlp_classifier.MLPClassifier(hidden=(8,), num_classes=10)
-  clf_params = clf_model.init(jax.random.key(1), jnp.zeros((1, 64)))
+  params, clf_params = jax.jit(lambda k1, k2: (digit_generator.init_params(model, k1),
+                                               clf_model.init(k2, jnp.zeros((1, 64)))))(
+      jax.random.key(0), jax.random.key(1))
   task = experiment.digits_task(config, model, (clf_model, clf_params))
   assert task.dim == 64
   labels = jnp.array([3, 0, 9])
   x = 1.5 * jax.random.normal(jax.random.key(2), (3, 64))  # some pixels beyond [-1, 1]
   t = jnp.array([0.1, 0.5, 0.9])
-  tokens = digits.tokenize([digits.prompt(d) for d in (3, 0, 9)])
-  want = jax.jit(model.apply)(params, x.reshape(3, 8, 8, 1), t, jnp.asarray(tokens)).reshape(3, 64)
-  got = jax.jit(lambda p, l, x_, t_: task.velocity(p, l)(x_, t_))(params, labels, x, t)
-  np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+  tokens = jnp.asarray(digits.tokenize([digits.prompt(d) for d in (3, 0, 9)]))
+
+  @jax.jit  # one program (one compile of the U-Net) for the task's outputs and the plain call
+  def outputs(params, x, t):
+    return (task.velocity(params, labels)(x, t), task.reward(x, labels), task.correct(x, labels),
+            model.apply(params, x.reshape(3, 8, 8, 1), t, tokens).reshape(3, 64),
+            clf_model.apply(clf_params, jnp.clip(x, -1.0, 1.0)))
+
+  velocity, reward, correct, want, logits = outputs(params, x, t)
+  np.testing.assert_allclose(velocity, want, rtol=1e-6, atol=1e-6)
   xc = np.clip(np.asarray(x), -1.0, 1.0)
-  logits = np.asarray(jax.jit(clf_model.apply)(clf_params, jnp.asarray(xc)), np.float64)
+  logits = np.asarray(logits, np.float64)
   log_p = logits - np.log(np.sum(np.exp(logits), axis=1, keepdims=True))
   want_r = log_p[np.arange(3), [3, 0, 9]] - config.ink_weight * ((xc + 1) / 2).mean(1)
-  np.testing.assert_allclose(jax.jit(task.reward)(x, labels), want_r, rtol=1e-5, atol=1e-6)
-  np.testing.assert_array_equal(jax.jit(task.correct)(x, labels), logits.argmax(1) == [3, 0, 9])
+  np.testing.assert_allclose(reward, want_r, rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(correct, logits.argmax(1) == [3, 0, 9])
 
 
 def test_digits_config_main_step_lowers_on_8_devices():
