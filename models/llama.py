@@ -490,9 +490,27 @@ class Llama(nn.Module):
     return (logits[:, 0] if last_only else logits), cache
 
 
+@functools.partial(jax.jit, static_argnames=("config",))
 def init(config: LlamaConfig, key: jax.Array) -> Any:
-  """Random parameters (normal(0.02) weights, unit norm scales) of ``Llama(config)``."""
+  """Random parameters (normal(0.02) weights, unit norm scales) of ``Llama(config)``.
+
+  Compiled (one program per config; eagerly, flax's init would compile one per op)."""
   return Llama(config).init(key, jnp.zeros((1, 1), jnp.int32))
+
+
+def logits(config: LlamaConfig, params: Any, ids_BxT, mask_BxT=None) -> jax.Array:
+  """``Llama(config).apply(params, ids_BxT, mask_BxT)``, checked, then compiled once per
+  config and shape (eagerly, every op of the forward compiles a program of its own)."""
+  _check_ids(ids_BxT, config.vocab_size)
+  b, t = jnp.shape(ids_BxT)
+  mask_BxT = jnp.ones((b, t), bool) if mask_BxT is None else mask_BxT
+  _check_mask(mask_BxT, (b, t))
+  return _logits_program(params, ids_BxT, jnp.asarray(mask_BxT).astype(bool), config=config)
+
+
+@functools.partial(jax.jit, static_argnames=("config",))
+def _logits_program(params, ids_BxT, mask_BxT, *, config):
+  return Llama(config).apply(params, ids_BxT, mask_BxT)
 
 
 def param_shapes(config: LlamaConfig) -> Any:

@@ -217,7 +217,7 @@ def answer(cfg, params, chains: suco_data.Chains, budget: int | None = None):
     b = int(budget)
     forced = np.concatenate([ids, tokens[:, :b], np.full((len(ids), 1), suco_data.ANS)], 1)
     fmask = np.concatenate([mask, np.ones((len(ids), b + 1), bool)], 1)
-    logits = llama.Llama(cfg).apply(params, forced.astype(np.int32), fmask)
+    logits = llama.logits(cfg, params, forced.astype(np.int32), fmask)
     guess = np.asarray(jnp.argmax(logits[:, -1], -1))
     correct = np.where(over, guess == chains.answer_Q, correct)
     think = np.where(over, b, think)
@@ -226,7 +226,7 @@ def answer(cfg, params, chains: suco_data.Chains, budget: int | None = None):
 
 def msc_search(config, cfg, params, chains: suco_data.Chains):
   """The minimal sufficient steps of each question (forced answers of every prefix)."""
-  p, _ = suco.forced_answer_probs(lambda i, m: llama.Llama(cfg).apply(params, i, m),
+  p, _ = suco.forced_answer_probs(lambda i, m: llama.logits(cfg, params, i, m),
                                   chains.prompt_QxP, chains.prompt_len_Q, chains.cot_QxC,
                                   chains.step_ends_QxS, chains.answer_Q, suco_data.ANS)
   tau = suco.adaptive_threshold(chains.difficulty_Q, max(config.train_levels),
@@ -432,7 +432,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   s = 2 * task.max_ops + 1
 
   def probs(params, prompt, plen, cot, ends, ans):
-    return suco.forced_answer_probs(lambda i, m: llama.Llama(cfg).apply(params, i, m), prompt,
+    return suco.forced_answer_probs(lambda i, m: llama.logits(cfg, params, i, m), prompt,
                                     plen, cot, ends, ans, suco_data.ANS)[0]
 
   shapes = (jax.ShapeDtypeStruct((b, task.prompt_tokens), jnp.int32),
