@@ -109,7 +109,8 @@ def _percentiles(x):
 
 
 def _cell(gamma, load, scale_4, arrival_R, prompt_R, output_R, predicted_R, base,
-          edges_B1, prior_B, modes, *, name, server, capacity, max_iterations, slo_factor):
+          edges_B1, prior_B, modes, *, name, server, capacity, max_iterations, slo_factor,
+          views):
   """One cell: the trace at ``load``, latencies x ``scale``; summaries, not per-request arrays."""
   lat = LatencyModel(*(scale_4[i] * c for i, c in enumerate(base)))
   params = engine.PolicyParams(gamma=gamma, sec_per_token=lat.c_iter, quantum=0.25 * scale_4[0],
@@ -118,7 +119,7 @@ def _cell(gamma, load, scale_4, arrival_R, prompt_R, output_R, predicted_R, base
   out = engine.simulate_arrays(
       arrival_R / load, prompt_R, output_R, predicted_R, params, lat, modes, name=name,
       server=server, num_levels=8, capacity=capacity, max_iterations=max_iterations,
-      decode_runs=True)
+      decode_runs=True, views=views)
   stats = {k: _percentiles(v) for k, v in
            (("ttft", out.ttft_R), ("ttlt", out.ttlt_R), ("tbt", out.max_tbt_R))}
   stats["slo"] = jnp.mean(out.ttlt_R <= slo_factor * alone_ttlt(prompt_R, output_R, server, lat))
@@ -132,12 +133,12 @@ def _cell(gamma, load, scale_4, arrival_R, prompt_R, output_R, predicted_R, base
 
 @functools.lru_cache(maxsize=None)
 def _grid_program(name: str, server: Server, capacity: int, max_iterations: int,
-                  slo_factor: float, mesh: jax.sharding.Mesh):
-  """One compile per policy, static server limits, capacity and mesh (not per mode: the
-  preemption flags are an argument)."""
+                  slo_factor: float, mesh: jax.sharding.Mesh, views: tuple[int, ...]):
+  """One compile per policy, static server limits, capacity, views and mesh (not per mode:
+  the preemption flags are an argument)."""
   cell = functools.partial(_cell, name=name, server=engine.static_server(server),
                            capacity=capacity, max_iterations=max_iterations,
-                           slo_factor=slo_factor)
+                           slo_factor=slo_factor, views=views)
   return sharding.vmap_sharded(cell, mesh, in_axes=(0, 0, 0) + (None,) * 8, sequential=True)
 
 
@@ -162,14 +163,19 @@ def simulate_cells(trace: azure_traces.Trace, name: str, server: Server, cells: 
                    latency: LatencyModel = VIDUR_A100_LLAMA2_7B, predicted_R=None,
                    capacity: int = 512, max_iterations: int = 5_000_000,
                    slo_factor: float = 5.0, hist_bins: int = 48,
-                   mesh: jax.sharding.Mesh | None = None) -> dict[str, np.ndarray]:
-  """Every cell of ``cells`` under policy ``name`` in one call: summaries, a leading cell axis."""
+                   mesh: jax.sharding.Mesh | None = None,
+                   views: tuple[int, ...] = engine.VIEWS) -> dict[str, np.ndarray]:
+  """Every cell of ``cells`` under policy ``name`` in one call: summaries, a leading cell axis.
+
+  ``views``: the engine's small windows (``engine.simulate``); each costs a compile of
+  the iteration and pays off on long traces."""
   if name not in POLICIES:
     raise ValueError(f"name must be one of {POLICIES}, got {name!r}")
   mesh = sharding.make_mesh() if mesh is None else mesh
   args = _grid_args(trace, server, cells, latency, predicted_R, hist_bins)
   program = sharding.float64(_grid_program(name, engine.static_server(server), int(capacity),
-                                           int(max_iterations), float(slo_factor), mesh))
+                                           int(max_iterations), float(slo_factor), mesh,
+                                           tuple(int(k) for k in views)))
   return jax.device_get(program(*args))  # numpy: run() reads every cell's numbers
 
 
@@ -210,7 +216,8 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   server = make_server(config, CLAIMS_MODE)
   build = lambda mesh: sharding.float64(_grid_program(  # pylint: disable=g-long-lambda
       "gamma_boost_attained", engine.static_server(server), int(config.capacity["conv"]),
-      int(config.max_iterations), float(config.slo_factor), mesh))
+      int(config.max_iterations), float(config.slo_factor), mesh,
+      tuple(int(k) for k in config.views)))
   if key is None:  # the shapes and dtypes of the arguments for an all-ones trace of n
     ones = np.ones(n, np.int32)
     args = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), _grid_args(
@@ -270,7 +277,8 @@ def _run_cells(metrics, trace, tname, mode, policy, server, predicted, config, m
   t0 = time.time()
   res = simulate_cells(trace, policy, server, cells, predicted_R=predicted,
                        capacity=config.capacity[tname], max_iterations=config.max_iterations,
-                       slo_factor=config.slo_factor, hist_bins=config.hist_bins, mesh=mesh)
+                       slo_factor=config.slo_factor, hist_bins=config.hist_bins, mesh=mesh,
+                       views=tuple(config.views))
   logging.info("%s/%s/%s: %d cells in %.1f s", tname, mode, policy, cells.gamma.size,
                time.time() - t0)
   for i in range(cells.gamma.size):

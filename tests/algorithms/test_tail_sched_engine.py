@@ -125,3 +125,36 @@ def test_decode_runs_equal_one_iteration_at_a_time(name):
   assert int(one.loop_steps) >= want.iterations  # every iteration a trip of its own
   np.testing.assert_allclose(one.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9)
   np.testing.assert_array_equal(one.preemptions_R, want.preemptions_R)
+
+
+@pytest.mark.parametrize("name", ["srpt", "gamma_boost_attained"])
+def test_views_of_the_window_give_the_same_schedule(name):
+  """Trips run on the first 4 or 16 slots while they hold the whole window, on all 48
+  otherwise: every branch is taken on a trace of bursts (20 requests within tens of
+  milliseconds, every few seconds) under memory pressure, and the outcome equals the
+  reference and the engine without views, request by request."""
+  rng = np.random.default_rng(11)
+  n = 160
+  gaps = np.where(np.arange(n) % 20 == 0, rng.exponential(4.0, n), rng.exponential(0.002, n))
+  arrival = np.cumsum(gaps)
+  prompt = rng.integers(1, 200, n)
+  output = np.minimum(rng.geometric(1 / 30, n), 200)
+  edges = tuple(np.geomspace(1, 512, 10).tolist())
+  policy = ref.Policy(name, gamma=0.5, sec_per_token=9e-3, hist_edges=edges,
+                      hist_prior=(1.0,) * 9)
+  server = ref.Server(16, 256, 60, 16, cache_aware=True)
+  latency = ref.LatencyModel(9e-3, 7e-5, 3e-7, 6e-5)
+  want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
+  plain = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=48, views=())
+  got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=48,
+                     views=(16, 4, 64))  # 64 >= the window: dropped
+  assert got.view_trips.shape == (3,) and np.all(got.view_trips > 0), got.view_trips
+  assert int(got.window_full) == 0 and want.preemptions_R.sum() > 0
+  for a, b in ((got, want), (got, plain)):
+    np.testing.assert_allclose(a.ttft_R, b.ttft_R, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.ttlt_R, b.ttlt_R, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.max_tbt_R, b.max_tbt_R, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(a.preemptions_R, b.preemptions_R)
+  assert int(got.iterations) == want.iterations == int(plain.iterations)
+  with pytest.raises(ValueError, match="views"):
+    eng.simulate(arrival, prompt, output, policy, server, latency, capacity=48, views=(0,))

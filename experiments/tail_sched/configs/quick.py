@@ -38,6 +38,10 @@ def get_config() -> ml_collections.ConfigDict:
   # The scheduler's window, per trace (a claim reading a cell whose window filled fails):
   # the code trace has bursts of 400 requests in 10 s, 700 in a minute.
   c.capacity = ml_collections.ConfigDict({"conv": 512, "code": 1024})
+  # The engine's small windows (engine.simulate's views): none here, since each costs a
+  # compile of the iteration (about 1.5 s) and the quick traces (3,000 requests) are short
+  # (86 s without, 91 s with one); the full config's whole traces take two.
+  c.views = ()
   c.max_iterations = 5_000_000
   c.slo_factor = 5.0  # SLO: TTLT within 5x the request's latency alone
   c.hist_bins = 48  # the attained-age policy's size histogram
