@@ -434,11 +434,9 @@ def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
       return jax.lax.switch(branch, (idle, one, run), c)
     return jax.lax.cond(busy, one, idle, c)
 
-  # A trip costs about linearly in the window's size (sorts, prefix sums). Slots fill in
-  # index order and the iteration leaves the occupied ones first, so while every request
-  # in the window, and every arrival this trip admits, fits in its first ``k`` slots, the
-  # trip runs on those alone: the same requests in the same order (ties go by request id,
-  # not slot), so the same schedule. The smallest such ``k`` of ``views`` is taken.
+  # Views (module docstring): a trip costs about linearly in the window's size, so it runs
+  # on the smallest view that holds every request and this trip's arrivals. Ties go by
+  # request id, not slot: the same requests in the same order, the same schedule.
   slot_fields = _SLOT_FIELDS + ("done_C",)
 
   def view_trip(k):
