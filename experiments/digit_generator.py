@@ -45,6 +45,9 @@ def make_model(config) -> cond_unet.CondUNet:
 
 
 def make_optimizer(config) -> optax.GradientTransformation:
+  if not 0 <= int(config.warmup_steps) < int(config.num_steps):
+    raise ValueError(f"warmup_steps={config.warmup_steps} must be in [0, num_steps="
+                     f"{config.num_steps}): the cosine decay needs steps after the warm-up")
   schedule = optax.warmup_cosine_decay_schedule(0.0, config.learning_rate, config.warmup_steps,
                                                 config.num_steps)
   return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))

@@ -133,3 +133,11 @@ def test_bad_task():
     config.num_modes = 8
   with pytest.raises(ValueError, match="all 10"):
     experiment.run(config, "/tmp/unused")
+
+
+def test_a_warm_up_longer_than_the_generators_training_is_a_clear_error():
+  config = digits_config.get_config().generator
+  with config.unlocked():
+    config.num_steps = 20
+  with pytest.raises(ValueError, match="warmup_steps=100 must be in"):
+    digit_generator.make_optimizer(config)
