@@ -16,15 +16,12 @@ sample: 10 + 3 = 13 against 10 + 27 = 37, 2.8x).
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from reprojax.experiments import bench
-from reprojax.experiments import digit_generator
 from reprojax.experiments import registry
 from reprojax.experiments.flash_grpo import experiment
 from reprojax.experiments.flash_grpo.configs import digits as digits_config
-from reprojax.models import mlp_classifier
 
 
 def _calls(config, task, params):
@@ -40,29 +37,9 @@ def _calls(config, task, params):
   return call("flash"), call("full")
 
 
-def _mlp(config):
-  model = experiment.make_model(config)
-  params = jax.device_get(jax.jit(lambda k: experiment.init_params(model, k))(
-      jax.random.key(0)))
-  return experiment.mixture_task(config, model), params, f"flow MLP {tuple(config.hidden)}"
-
-
-def _unet(config):
-  """The digits U-Net at its initial parameters and an untrained classifier of the same
-  shapes (the cost of an iteration does not depend on the values)."""
-  model = digit_generator.make_model(config.generator)
-  params = jax.device_get(jax.jit(lambda k: digit_generator.init_params(model, k))(
-      jax.random.key(0)))
-  clf_model = mlp_classifier.MLPClassifier(hidden=tuple(config.generator.classifier_hidden),
-                                           num_classes=10)
-  clf = (clf_model, jax.jit(clf_model.init)(jax.random.key(1), jnp.zeros((1, 64))))
-  return (experiment.digits_task(config, model, clf), params,
-          f"digits U-Net {tuple(config.generator.channels)}")
-
-
-def _workload(config, build):
-  task, params, what = build(config)
-  ours, peer = _calls(config, task, params)
+def _workload(config, what):
+  task, init = experiment.untrained_task(config)  # the cost does not depend on the values
+  ours, peer = _calls(config, task, jax.device_get(jax.jit(init)(jax.random.key(0))))
   ratio = experiment.cost_per_iteration(config, "full") / experiment.cost_per_iteration(
       config, "flash")
   return bench.Workload(
@@ -80,8 +57,9 @@ def _workload(config, build):
 
 def workloads(full: bool) -> list[bench.Workload]:
   del full  # one size at every scale
-  return [_workload(registry.load_config("flash_grpo", "quick"), _mlp),
-          _workload(digits_config.get_config(), _unet)]
+  quick, digits = registry.load_config("flash_grpo", "quick"), digits_config.get_config()
+  return [_workload(quick, f"flow MLP {tuple(quick.hidden)}"),
+          _workload(digits, f"digits U-Net {tuple(digits.generator.channels)}")]
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """Flash-GRPO against full-trajectory GRPO at equal compute, on a class-conditional flow
-model of a 2-D Gaussian mixture.
+model of a 2-D Gaussian mixture (below) or on the digits U-Net (``config.task = "digits"``:
+the generator of ``experiments/digit_generator.py``, trained once for every seed, and a
+reward from its frozen classifier; :func:`digits_task`).
 
 The run, every arm one compiled program over all seeds (``jax.vmap`` over seeds inside a
 ``lax.scan`` over iterations; seeds split over the mesh's ``data`` axis):
@@ -496,21 +498,26 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   return out
 
 
+def untrained_task(config):
+  """``(task, init)`` of ``config``'s task, ``init(key)`` the model's initial parameters;
+  on digits the classifier is untrained, of the same shapes (for shapes and costs:
+  :func:`main_step`, the bench)."""
+  if config.task == "digits":
+    model = digit_generator.make_model(config.generator)
+    clf_model = mlp_classifier.MLPClassifier(hidden=tuple(config.generator.classifier_hidden),
+                                             num_classes=10)
+    clf_params = jax.jit(clf_model.init)(jax.random.key(1), jnp.zeros((1, 64)))
+    return (digits_task(config, model, (clf_model, clf_params)),
+            functools.partial(digit_generator.init_params, model))
+  model = make_model(config)
+  return mixture_task(config, model), functools.partial(init_params, model)
+
+
 def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
   """The paper's main sharded computation at ``config``'s shapes: one Flash-GRPO iteration
   (rollout with one iso-temporal SDE step, rectified update) per seed, seeds split over
   ``data``. With a key: initial parameters per seed drawn from it; with None: abstract."""
-  if config.task == "digits":  # the U-Net and an untrained classifier of the same shapes
-    model = digit_generator.make_model(config.generator)
-    init = functools.partial(digit_generator.init_params, model)
-    clf_model = mlp_classifier.MLPClassifier(hidden=tuple(config.generator.classifier_hidden),
-                                             num_classes=10)
-    clf_params = jax.jit(clf_model.init)(jax.random.key(1), jnp.zeros((1, 64)))
-    task = digits_task(config, model, (clf_model, clf_params))
-  else:
-    model = make_model(config)
-    init = functools.partial(init_params, model)
-    task = mixture_task(config, model)
+  task, init = untrained_task(config)
   iteration, opt = make_iteration(config, task, "flash")
   n = int(config.num_seeds)
 
