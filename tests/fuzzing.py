@@ -242,6 +242,10 @@ def verdict(ex, slug: str, args, base_out, m: Mutation) -> str | None:
 
 
 def base_output(ex, args):
+  """The valid call's output structure and shapes: abstractly where the example is
+  jittable (traced, not compiled: the mutations compile their own programs), else run."""
+  if ex.jittable:
+    return jax.eval_shape(ex.fn, *args)
   return jax.block_until_ready(ex.fn(*args))
 
 

@@ -54,10 +54,12 @@ _MODEL = c.MoeLM(forward=_toy_forward, n_layers=1, n_experts=_E, top_k=_K, n_kv_
 
 @functools.cache
 def _params():
-  ks = jax.random.split(jax.random.key(0), 7)
+  """Concrete even when first called under a trace (a cached tracer would leak)."""
   shapes = dict(embed=(_V, _D), q=(_D, _D), k=(_D, _D), v=(_D, _D), router=(_D, _E),
                 experts=(_E, _D, _D), out=(_D, _V))
-  return {n: jax.random.normal(kk, sh) for kk, (n, sh) in zip(ks, shapes.items())}
+  with jax.ensure_compile_time_eval():
+    ks = jax.random.split(jax.random.key(0), 7)
+    return {n: jax.random.normal(kk, sh) for kk, (n, sh) in zip(ks, shapes.items())}
 
 
 def _prompts(key, n=2, p=8):
