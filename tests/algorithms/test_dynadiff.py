@@ -3,6 +3,8 @@ permutation symmetry, the simulators against a closed form and scipy's integrato
 prompter's linear-operator features against the matrix exponential, the KL against Monte
 Carlo, and the issue's bad inputs."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -197,12 +199,13 @@ def test_normalizer_round_trip():
 def test_vae_refuses_another_architectures_weights_and_is_exchangeable_within_a_layer():
   vae = dd_models.WeightGraphVAE(_EXPERT.node_shapes(), width=8, latent_dim=2, num_heads=2)
   nodes = dd.weight_graph(dd_models.expert_layers(_expert_params(5)))
-  params = vae.init(jax.random.key(0), nodes, jax.random.key(1))
-  mu, _ = vae.apply(params, nodes, method=vae.encode)
+  params = jax.jit(vae.init)(jax.random.key(0), nodes, jax.random.key(1))
+  encode = jax.jit(functools.partial(vae.apply, method=vae.encode))  # one program, not one per op
+  mu, _ = encode(params, nodes)
   assert mu.shape == (6 + 5 + 2, 2)
   # nodes carry no position: reordering one layer's nodes reorders their latents only
   pi = np.array([2, 0, 1, 5, 4, 3])
-  mu_p, _ = vae.apply(params, (nodes[0][pi],) + tuple(nodes[1:]), method=vae.encode)
+  mu_p, _ = encode(params, (nodes[0][pi],) + tuple(nodes[1:]))
   np.testing.assert_allclose(mu_p[:6], np.asarray(mu)[:6][pi], atol=1e-5)
   np.testing.assert_allclose(mu_p[6:], mu[6:], atol=1e-5)
   other = dd.weight_graph(dd_models.expert_layers(
@@ -210,7 +213,7 @@ def test_vae_refuses_another_architectures_weights_and_is_exchangeable_within_a_
   with pytest.raises(ValueError, match="another architecture"):
     vae.apply(params, other, method=vae.encode)
   # decoded weights load into the expert and run
-  recon = vae.apply(params, mu, method=vae.decode)
+  recon = jax.jit(functools.partial(vae.apply, method=vae.decode))(params, mu)
   out = _EXPERT.apply(dd_models.expert_params(dd.graph_weights(recon)), jnp.ones((4, 2)))
   assert out.shape == (4, 2) and np.all(np.isfinite(out))
 

@@ -87,10 +87,10 @@ def test_prefix_rows_are_the_prompt_the_first_steps_and_the_marker():
 def test_forced_answer_equals_the_models_greedy_decoding():
   cfg = transformer.decoder_config(TASK.vocab_size, d_model=32, n_layers=2, n_heads=2,
                                    max_len=64)
-  params = llama.Llama(cfg).init(jax.random.key(0), jnp.zeros((1, 8), jnp.int32))
+  params = jax.jit(llama.Llama(cfg).init)(jax.random.key(0), jnp.zeros((1, 8), jnp.int32))
   ch = task_lib.sample(TASK, 3, seed=3)
   p, greedy = suco.forced_answer_probs(
-      lambda ids, mask: llama.Llama(cfg).apply(params, ids, mask), ch.prompt_QxP,
+      lambda ids, mask: llama.logits(cfg, params, ids, mask), ch.prompt_QxP,
       ch.prompt_len_Q, ch.cot_QxC, ch.step_ends_QxS, ch.answer_Q, task_lib.ANS)
   ids, mask, pos = (np.asarray(x) for x in suco.prefix_batch(
       ch.prompt_QxP, ch.prompt_len_Q, ch.cot_QxC, ch.step_ends_QxS, task_lib.ANS))
@@ -103,7 +103,7 @@ def test_forced_answer_equals_the_models_greedy_decoding():
   # and the longest prefix alone, unpadded
   for q, jj in ((1, int(ch.num_steps_Q[1])),):
     n = int(pos[q, jj]) + 1
-    logits = llama.Llama(cfg).apply(params, ids[q, jj, :n][None])
+    logits = llama.logits(cfg, params, ids[q, jj, :n][None])
     want = jax.nn.softmax(logits[0, -1])[ch.answer_Q[q]]
     np.testing.assert_allclose(p[q, jj], want, rtol=1e-4, atol=1e-6)
 

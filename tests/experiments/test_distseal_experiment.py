@@ -65,7 +65,7 @@ def test_embedder_flops_are_xlas_convolutions(method):
   bias) to our analytic convolutions: a count of padded taps would be 40% over it at 4x4."""
   config = _config("quick")
   nets = experiment.Nets(config)
-  p = nets.init_watermarker(method, jax.random.key(0))["embedder"]
+  p = jax.eval_shape(lambda k: nets.init_watermarker(method, k), jax.random.key(0))["embedder"]
   v = jnp.zeros(nets.input_shape(method, 1))
   m = jnp.zeros((1, config.bits), jnp.int32)
   cost = jax.jit(nets.embedder.apply).lower(p, v, m).compile().cost_analysis()

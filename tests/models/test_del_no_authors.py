@@ -63,7 +63,7 @@ def _authors_model():
 def test_exp_orders_and_relu_scales():
   model = _authors_model()
   x = jax.random.normal(jax.random.key(0), (2, 32))
-  p = model.init(jax.random.key(1), x)
+  p = jax.jit(model.init)(jax.random.key(1), x)  # jitted: one program, not one per op
   raw = p["params"]
   np.testing.assert_allclose(np.asarray(raw["log_beta"]), np.log([1.0, 2.0]), atol=1e-7)
   np.testing.assert_allclose(np.asarray(del_no.learned_orders(p)["beta"]), [1.0, 2.0], atol=1e-6)
@@ -79,7 +79,7 @@ def test_exp_orders_and_relu_scales():
   def loss(params):
     return jnp.sum(model.apply(params, x) ** 2)
 
-  g = jax.grad(loss)(dead)["params"]
+  g = jax.jit(jax.grad(loss))(dead)["params"]
   assert float(g["scale"][0]) == 0.0 and float(g["log_beta"][0]) == 0.0
   assert float(g["scale"][1]) != 0.0 and float(g["log_beta"][1]) != 0.0
   with pytest.raises(ValueError):
