@@ -470,6 +470,14 @@ def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
                        c.view_trips)
 
 
+def check_views(views) -> tuple[int, ...]:
+  """``views`` as a tuple of ints, or a ``ValueError`` unless each is a positive size."""
+  views = tuple(int(k) for k in views)
+  if any(k < 1 for k in views):
+    raise ValueError(f"views must be positive window sizes, got {views}")
+  return views
+
+
 def simulate_arrays(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
                     lat: LatencyModel, modes: Modes, *, name: str, server: Server,
                     num_levels: int, capacity: int, max_iterations: int,
@@ -498,8 +506,7 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
   scheduler's window, ``views`` the sizes of its first slots that a trip runs on alone
   when they hold every request (see the module docstring; the schedule is the same).
   """
-  if any(int(k) < 1 for k in views):
-    raise ValueError(f"views must be positive window sizes, got {views}")
+  views = check_views(views)
   if policy.name not in POLICIES:
     raise ValueError(f"policy.name must be one of {POLICIES}, got {policy.name!r}")
   edges = np.asarray(policy.hist_edges if len(policy.hist_edges) else (0.0, 1.0), np.float64)
@@ -519,5 +526,5 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
                     modes_of(server), name=policy.name, server=static_server(server),
                     num_levels=int(policy.num_levels),
                     capacity=int(capacity), max_iterations=int(max_iterations),
-                    decode_runs=bool(decode_runs), views=tuple(int(k) for k in views))
+                    decode_runs=bool(decode_runs), views=views)
     return jax.device_get(res)

@@ -175,7 +175,7 @@ def simulate_cells(trace: azure_traces.Trace, name: str, server: Server, cells: 
   args = _grid_args(trace, server, cells, latency, predicted_R, hist_bins)
   program = sharding.float64(_grid_program(name, engine.static_server(server), int(capacity),
                                            int(max_iterations), float(slo_factor), mesh,
-                                           tuple(int(k) for k in views)))
+                                           engine.check_views(views)))
   return jax.device_get(program(*args))  # numpy: run() reads every cell's numbers
 
 
@@ -217,7 +217,7 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
   build = lambda mesh: sharding.float64(_grid_program(  # pylint: disable=g-long-lambda
       "gamma_boost_attained", engine.static_server(server), int(config.capacity["conv"]),
       int(config.max_iterations), float(config.slo_factor), mesh,
-      tuple(int(k) for k in config.views)))
+      engine.check_views(config.views)))
   if key is None:  # the shapes and dtypes of the arguments for an all-ones trace of n
     ones = np.ones(n, np.int32)
     args = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), _grid_args(
@@ -304,6 +304,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   if "fcfs" not in config.policies or "srpt" not in config.policies:
     raise ValueError(f"policies must include fcfs and srpt (the claims' rule and baseline), "
                      f"got {tuple(config.policies)}")
+  try:
+    engine.check_views(config.views)
+  except ValueError as e:
+    raise ValueError(f"config.{e}") from None
   traces = _traces(config)
   mesh = sharding.config_mesh(config)
   metrics: dict[str, float] = {}

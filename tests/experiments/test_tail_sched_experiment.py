@@ -127,6 +127,9 @@ def test_bad_config():
   config.policies = ("srpt", "gamma_boost_attained")
   with pytest.raises(ValueError, match="fcfs and srpt"):
     ex.run(config, "/tmp/unused")
+  config.policies, config.views = ("fcfs", "srpt"), (64, 0)
+  with pytest.raises(ValueError, match="config.views must be positive"):
+    ex.run(config, "/tmp/unused")
   with pytest.raises(ValueError, match="name must be one of"):
     ex.simulate_cells(azure_traces.synthetic(jax.random.key(0), 5, 1.0), "sjf2", SERVER,
                       ex.Cells(np.ones(1), np.ones(1), np.ones((1, 4))))

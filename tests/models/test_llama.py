@@ -8,7 +8,6 @@ permutation against the interleaved rotary form it was made for.
 """
 
 import dataclasses
-import functools
 import os
 
 import jax
@@ -394,10 +393,10 @@ def test_mixture_of_experts_routes_each_token_to_its_top_k():
   cfg = dataclasses.replace(TINY, n_experts=4, experts_top_k=2)
   x = np.random.default_rng(0).normal(size=(2, 3, cfg.d_model)).astype(np.float32)
   layer = llama.MoeMlp(cfg)
-  params = jax.jit(layer.init)(jax.random.key(0), x)  # jitted: one program, not one per op
+  params = layer.init(jax.random.key(0), x)
   rng = np.random.default_rng(1)
   params = jax.tree.map(lambda a: (0.3 * rng.normal(size=a.shape)).astype(np.float32), params)
-  out, state = jax.jit(functools.partial(layer.apply, mutable=["intermediates"]))(params, x)
+  out, state = layer.apply(params, x, mutable=["intermediates"])
   p = params["params"]
   silu = lambda z: z / (1 + np.exp(-z))  # pylint: disable=unnecessary-lambda-assignment
   want = np.zeros_like(x)
@@ -414,11 +413,11 @@ def test_mixture_of_experts_routes_each_token_to_its_top_k():
   chosen = np.asarray(state["intermediates"]["experts"][0])
   assert chosen.shape == (2, 3, 2) and np.all(chosen[..., 0] != chosen[..., 1])
   one = dataclasses.replace(TINY, n_experts=1, experts_top_k=1)
-  moe_params = jax.jit(llama.MoeMlp(one).init)(jax.random.key(2), x)
+  moe_params = llama.MoeMlp(one).init(jax.random.key(2), x)
   dense = {"params": {n: {"kernel": moe_params["params"][n][0]}
                       for n in ("gate_proj", "up_proj", "down_proj")}}
-  np.testing.assert_allclose(jax.jit(llama.MoeMlp(one).apply)(moe_params, x),
-                             jax.jit(llama.Mlp(one).apply)(dense, x), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(llama.MoeMlp(one).apply(moe_params, x),
+                             llama.Mlp(one).apply(dense, x), rtol=1e-5, atol=1e-6)
   # a whole MoE decoder runs, generates, and names its MLPs "moe"
   full = llama.init(cfg, jax.random.key(3))
   assert "moe" in full["params"]["layers_0"] and "mlp" not in full["params"]["layers_0"]
