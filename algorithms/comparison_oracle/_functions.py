@@ -104,6 +104,11 @@ def mlp_loss(theta):
   theta = _common.check_arrays({"theta": theta}, shapeless=("theta",))["theta"]
   if np.shape(theta) != (MLP_NUM_PARAMS,):
     raise ValueError(f"theta must have shape ({MLP_NUM_PARAMS},), got {np.shape(theta)}")
+  return _mlp_loss(theta)
+
+
+@jax.jit  # one program (eagerly, one per operation); the shape is checked above
+def _mlp_loss(theta):
   X, y = _mlp_data()
   X = jnp.asarray(X, theta.dtype)
   y = jnp.asarray(y, theta.dtype)
@@ -158,6 +163,11 @@ def chain(x_N, num_links):
   x_N = _common.check_arrays({"x_N": x_N})["x_N"]
   if np.ndim(num_links) != 0:
     raise ValueError(f"num_links must be a scalar, got shape {np.shape(num_links)}")
+  return _chain(x_N, num_links)
+
+
+@jax.jit
+def _chain(x_N, num_links):
   n = x_N.shape[0]
   i = jnp.arange(1, n)  # link i + 1 couples x_i and x_{i+1} (1-based: links 2..n)
   on = (i + 1 <= num_links).astype(x_N.dtype)

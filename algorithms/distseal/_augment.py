@@ -23,6 +23,8 @@ References:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,10 +84,16 @@ def jpeg_like(images_BxHxWxC, quality) -> jax.Array:
   """
   x = _images("images_BxHxWxC", images_BxHxWxC)
   _check_range("images_BxHxWxC", x)
-  b, h, w, c = x.shape
+  _, h, w, _ = x.shape
   if h % 8 or w % 8:
     raise ValueError(f"images_BxHxWxC must have height and width multiples of 8 (JPEG's "
                      f"blocks), got shape {x.shape}")
+  return _jpeg_like(x, scalar("quality", quality, 1.0, 100.0))
+
+
+@jax.jit  # one program for the arithmetic (eagerly, one per operation): values checked above
+def _jpeg_like(x, quality):
+  b, h, w, c = x.shape
   d = jnp.asarray(_dct_8x8())
   t = jpeg_table(quality)
   blocks = x.reshape(b, h // 8, 8, w // 8, 8, c) * 255.0 - 128.0  # (b, i, y, j, x, c)
@@ -118,6 +126,12 @@ def shift(images_BxHxWxC, dy, dx) -> jax.Array:
   _, h, w, _ = x.shape
   dy = scalar("dy", dy, -(h - 1), h - 1, kind="int")
   dx = scalar("dx", dx, -(w - 1), w - 1, kind="int")
+  return _shift(x, dy, dx)
+
+
+@jax.jit
+def _shift(x, dy, dx):
+  _, h, w, _ = x.shape
   rows = jnp.arange(h) - dy
   cols = jnp.arange(w) - dx
   keep = ((rows >= 0) & (rows < h))[:, None] & ((cols >= 0) & (cols < w))[None, :]
@@ -196,6 +210,11 @@ def augment(key, images_BxHxWxC, edits: tuple[str, ...] = EDITS) -> jax.Array:
   if "jpeg" in edits and (x.shape[1] % 8 or x.shape[2] % 8):
     raise ValueError(f"images_BxHxWxC must have height and width multiples of 8 (JPEG's "
                      f"blocks), got shape {x.shape}")
+  return _augment(key, x, edits)
+
+
+@functools.partial(jax.jit, static_argnames="edits")
+def _augment(key, x, edits):
   choose, draw = jax.random.split(key)
   which_B = jax.random.randint(choose, (x.shape[0],), 0, len(edits))
   keys_B = jax.random.split(draw, x.shape[0])

@@ -28,6 +28,8 @@ References:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -67,6 +69,7 @@ def dynamics_features(obs_TxD, num_freqs: int = 8) -> jax.Array:
   return _features(jnp.asarray(x, jnp.float32), num_freqs)
 
 
+@functools.partial(jax.jit, static_argnames="num_freqs")  # eagerly, one program per operation
 def _features(x, num_freqs):
   eps = 1e-6
   mean = jnp.mean(x, axis=-2)

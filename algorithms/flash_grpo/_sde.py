@@ -99,6 +99,11 @@ def sde_transition(x_BxD: jax.Array, v_BxD: jax.Array, sigmas: jax.Array, k_B: j
   if x.shape != v.shape or x.shape[:-1] != k.shape:
     raise ValueError(f"x_BxD and v_BxD must share one shape (..., B, D) with k_B (..., B), got "
                      f"{x.shape}, {v.shape} and {k.shape}")
+  return _sde_transition(x, v, sig, k)
+
+
+@jax.jit  # one program (eagerly, one per operation); the values are checked above
+def _sde_transition(x, v, sig, k):
   s_cur, s_next = sig[k], sig[k + 1]
   dt = s_next - s_cur
   noise = sig[1] * s_cur  # s_k = sigma_max sigma_k
@@ -125,7 +130,11 @@ def gaussian_log_prob(x_next_BxD: jax.Array, t: Transition, reduce: str = "mean"
 
 def rectification_coefficients(sigmas: jax.Array) -> jax.Array:
   """``c_k`` of every step that can be an SDE step, ``(N - 1,)`` (``sigmas[k+1] > 0``)."""
-  sig = _check_sigmas(sigmas)
+  return _rectification_coefficients(_check_sigmas(sigmas))
+
+
+@jax.jit
+def _rectification_coefficients(sig):
   k = jnp.arange(sig.shape[0] - 2)
   dt = sig[k + 1] - sig[k]
   noise = sig[1] * sig[k]
@@ -325,12 +334,23 @@ def flash_grpo_loss(log_prob_PxG: jax.Array, old_log_prob_PxG: jax.Array,
                   ("k_PxG", k_PxG)):
     if jnp.shape(x) != lp.shape:
       raise ValueError(f"{name} must have log_prob_PxG's shape {lp.shape}, got {jnp.shape(x)}")
+  sig = _check_sigmas(sigmas)
+  k = _check_index(k_PxG, sig.shape[0], "k_PxG")
+  if _common.is_concrete(clip_eps) and not 0 < float(clip_eps) < 1:
+    raise ValueError(f"clip_eps must lie in (0, 1), got {clip_eps!r}")
+  return _flash_grpo_loss(lp, jnp.asarray(old_log_prob_PxG), jnp.asarray(rewards_PxG), k, sig,
+                          clip_eps, rectify=bool(rectify), advantages=advantages)
+
+
+@functools.partial(jax.jit, static_argnames=("rectify", "advantages"))
+def _flash_grpo_loss(lp, old_log_prob_PxG, rewards_PxG, k_PxG, sigmas, clip_eps, *, rectify,
+                     advantages):
+  """:func:`flash_grpo_loss` once its arguments are checked: one program, eagerly as under jit."""
   adv = jax.lax.stop_gradient(public_advantages(rewards_PxG) if advantages == "global_std"
                               else pg.group_advantages(rewards_PxG))
   surr = pg.clipped_surrogate(lp, old_log_prob_PxG, adv, clip_eps=clip_eps)
   if rectify:
     w = jax.lax.stop_gradient(rectification_weights(jnp.ravel(k_PxG), sigmas)).reshape(lp.shape)
   else:
-    _check_index(k_PxG, _check_sigmas(sigmas).shape[0], "k_PxG")
     w = jnp.ones_like(lp)
   return -jnp.mean(w * surr)

@@ -78,6 +78,11 @@ def procrustes_rotation(M_OxO: jax.Array, reflection: str = "kabsch") -> jax.Arr
   if reflection not in REFLECTIONS:
     raise ValueError(f"reflection must be one of {REFLECTIONS}, got {reflection!r}")
   m = _common.check_arrays({"M_OxO": M_OxO}, batch=("M_OxO",))["M_OxO"]
+  return _procrustes(m, reflection)
+
+
+@functools.partial(jax.jit, static_argnames="reflection")  # one program, not one per operation
+def _procrustes(m, reflection):
   u, _, vh = _linalg.svd(m)
   r = u @ vh
   if reflection == "allow":
@@ -108,7 +113,7 @@ def concept_basis(W0_OxI: jax.Array, concepts_CxI: jax.Array, rtol: float = 1e-4
   orthogonal projector onto the span.
   """
   a = _common.check_arrays({"W0_OxI": W0_OxI, "concepts_CxI": concepts_CxI})
-  return _basis(a["W0_OxI"], a["concepts_CxI"], rtol)
+  return _basis_jit(a["W0_OxI"], a["concepts_CxI"], rtol)
 
 
 def erasure_term(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array | None = None,
@@ -118,7 +123,7 @@ def erasure_term(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array |
   Without guide concepts ``G* = 0`` and the term is ``G``.
   """
   a = _common.check_arrays({"W0_OxI": W0_OxI, "erase_CxI": erase_CxI, "guide_GxI": guide_GxI})
-  return _erasure(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], rtol)
+  return _erasure_jit(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], rtol)
 
 
 def _erasure(w0, erase, guide, rtol):
@@ -140,7 +145,7 @@ def preservation_term(W0_OxI: jax.Array, preserve_PxI: jax.Array | None = None,
   """
   a = _common.check_arrays({"W0_OxI": W0_OxI, "preserve_PxI": preserve_PxI,
                             "generic_IxI": generic_IxI})
-  return _preservation(a["W0_OxI"], a["preserve_PxI"], a["generic_IxI"],
+  return _preservation_jit(a["W0_OxI"], a["preserve_PxI"], a["generic_IxI"],
                        _scale("preserve_scale", preserve_scale),
                        _scale("generic_scale", generic_scale), _scale("lam", lam))
 
@@ -172,11 +177,19 @@ def oce_rotation(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array |
   a = _common.check_arrays({"W0_OxI": W0_OxI, "erase_CxI": erase_CxI, "guide_GxI": guide_GxI,
                             "preserve_PxI": preserve_PxI, "generic_IxI": generic_IxI,
                             "preservation_OxO": preservation})
-  m = _full_m(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], a["preserve_PxI"], a["generic_IxI"],
-              a["preservation_OxO"], _scale("erase_scale", erase_scale),
-              _scale("preserve_scale", preserve_scale), _scale("generic_scale", generic_scale),
-              _scale("lam", lam), rtol)
-  return procrustes_rotation(m, reflection)
+  if reflection not in REFLECTIONS:
+    raise ValueError(f"reflection must be one of {REFLECTIONS}, got {reflection!r}")
+  return _rotation(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], a["preserve_PxI"],
+                   a["generic_IxI"], a["preservation_OxO"], _scale("erase_scale", erase_scale),
+                   _scale("preserve_scale", preserve_scale),
+                   _scale("generic_scale", generic_scale), _scale("lam", lam), rtol, reflection)
+
+
+@functools.partial(jax.jit, static_argnames="reflection")
+def _rotation(w0, erase, guide, preserve, generic, preservation, erase_scale, preserve_scale,
+              generic_scale, lam, rtol, reflection):
+  return _procrustes(_full_m(w0, erase, guide, preserve, generic, preservation, erase_scale,
+                             preserve_scale, generic_scale, lam, rtol), reflection)
 
 
 def _full_m(w0, erase, guide, preserve, generic, preservation, erase_scale, preserve_scale,
@@ -212,8 +225,8 @@ def oce_edit(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array | Non
     raise ValueError(f"reflection must be one of {REFLECTIONS}, got {reflection!r}")
   scales = (_scale("erase_scale", erase_scale), _scale("preserve_scale", preserve_scale),
             _scale("generic_scale", generic_scale), _scale("lam", lam))
-  return _edit_one(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], a["preserve_PxI"],
-                   a["generic_IxI"], a["preservation_OxO"], *scales, reflection, rtol)
+  return _edit_one_jit(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], a["preserve_PxI"],
+                       a["generic_IxI"], a["preservation_OxO"], *scales, reflection, rtol)
 
 
 def _edit_one(w0, erase, guide, preserve, generic, preservation, erase_scale, preserve_scale,
@@ -239,6 +252,14 @@ def _edit_one(w0, erase, guide, preserve, generic, preservation, erase_scale, pr
     term = eq @ (eq.T - (e.T @ g) @ (q.T @ g).T)  # Q^T E E^T (I - G*) Q
   u, _, vh = _linalg.svd(keep - erase_scale * term)
   return q @ ((u @ vh) @ t)
+
+
+# The public functions' arithmetic, one program each (eagerly, JAX would compile one per
+# operation); the values are checked before the call.
+_basis_jit = jax.jit(_basis)
+_erasure_jit = jax.jit(_erasure)
+_preservation_jit = jax.jit(_preservation)
+_edit_one_jit = jax.jit(_edit_one, static_argnames="reflection")
 
 
 def _per_shape(weights, edit, preservation=None):
@@ -328,6 +349,11 @@ def uce_edit(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_CxI: jax.Array,
   w0, ke, kg, kp = a["W0_OxI"], a["erase_CxI"], a["guide_CxI"], a["preserve_PxI"]
   es, ps, lam = (_scale("erase_scale", erase_scale), _scale("preserve_scale", preserve_scale),
                  _scale("lam", lam, positive=True))
+  return _uce(w0, ke, kg, kp, es, ps, lam)
+
+
+@jax.jit
+def _uce(w0, ke, kg, kp, es, ps, lam):
   rhs = lam * w0 + es * (w0 @ kg.T) @ ke  # (O, I)
   lhs = lam * jnp.eye(w0.shape[1], dtype=w0.dtype) + es * ke.T @ ke  # (I, I), symmetric
   if kp is not None:

@@ -27,6 +27,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -54,6 +55,16 @@ def _float(name: str, x) -> jax.Array:
   return x
 
 
+def _check_eps(eps):
+  if _common.is_concrete(eps) and not float(eps) > 0:
+    raise ValueError(f"eps must be > 0, got {eps!r}")
+
+
+def _check_clip_eps(clip_eps):
+  if _common.is_concrete(clip_eps) and not 0 < float(clip_eps) < 1:
+    raise ValueError(f"clip_eps must lie in (0, 1), got {clip_eps!r}")
+
+
 def group_advantages(rewards_BxG: jax.Array, *, scale: str = "std", eps: float = 1e-6
                      ) -> jax.Array:
   """``(r - mean_g r) / (std_g r + eps)`` per group (``scale="std"``), or ``r - mean_g r``."""
@@ -63,8 +74,7 @@ def group_advantages(rewards_BxG: jax.Array, *, scale: str = "std", eps: float =
   if r.ndim != 2 or r.shape[1] < 1:
     raise ValueError(f"rewards_BxG must be (prompts, group) with a group of at least one, got "
                      f"shape {r.shape}")
-  if _common.is_concrete(eps) and not float(eps) > 0:
-    raise ValueError(f"eps must be > 0, got {eps!r}")
+  _check_eps(eps)
   centred = r - jnp.mean(r, axis=1, keepdims=True)
   if scale == "none":
     return centred
@@ -75,8 +85,7 @@ def clipped_surrogate(logp: jax.Array, logp_old: jax.Array, advantages: jax.Arra
                       clip_eps: float = 0.2) -> jax.Array:
   """PPO's per-step objective ``min(rho A, clip(rho, 1-eps, 1+eps) A)`` (to maximise);
   ``advantages`` broadcasts against the log-probabilities (a ``(B, G, 1)`` per sample)."""
-  if _common.is_concrete(clip_eps) and not 0 < float(clip_eps) < 1:
-    raise ValueError(f"clip_eps must lie in (0, 1), got {clip_eps!r}")
+  _check_clip_eps(clip_eps)
   logp, logp_old, a = (_float(n, x) for n, x in (("logp", logp), ("logp_old", logp_old),
                                                    ("advantages", advantages)))
   if logp.shape != logp_old.shape:
@@ -125,9 +134,20 @@ def grpo_loss(logp_BxGxT: jax.Array, logp_old_BxGxT: jax.Array, logp_ref_BxGxT: 
   if jnp.shape(rewards_BxG) != logp.shape[:2]:
     raise ValueError(f"rewards_BxG must have shape {logp.shape[:2]}, got "
                      f"{jnp.shape(rewards_BxG)}")
-  _float("logp_old_BxGxT", logp_old_BxGxT)
-  _float("logp_ref_BxGxT", logp_ref_BxGxT)
-  m = jnp.asarray(mask_BxGxT).astype(logp.dtype)
+  old, ref = _float("logp_old_BxGxT", logp_old_BxGxT), _float("logp_ref_BxGxT", logp_ref_BxGxT)
+  if scale not in SCALES:
+    raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+  _check_clip_eps(clip_eps)
+  _check_eps(eps)
+  return _grpo_loss(logp, old, ref, _float("rewards_BxG", rewards_BxG),
+                    jnp.asarray(mask_BxGxT).astype(logp.dtype), clip_eps, beta, eps,
+                    scale=scale, normalisation=normalisation)
+
+
+@functools.partial(jax.jit, static_argnames=("scale", "normalisation"))
+def _grpo_loss(logp, logp_old_BxGxT, logp_ref_BxGxT, rewards_BxG, m, clip_eps, beta, eps, *,
+               scale, normalisation):
+  """:func:`grpo_loss` once its arguments are checked: one program, eagerly as under jit."""
   adv = jax.lax.stop_gradient(group_advantages(rewards_BxG, scale=scale, eps=eps))
   surr = clipped_surrogate(logp, logp_old_BxGxT, adv[..., None], clip_eps=clip_eps)
   kl = kl_estimate(logp, logp_ref_BxGxT)

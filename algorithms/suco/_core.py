@@ -61,6 +61,12 @@ def prefix_batch(prompt_BxP: jax.Array, prompt_len_B: jax.Array, cot_BxC: jax.Ar
   _common.check_in_range("step_ends_BxS", ends, 0, c)
   if _common.is_concrete(ends) and np.any(np.diff(np.asarray(ends), axis=1) < 0):
     raise ValueError("step_ends_BxS must be non-decreasing along the steps")
+  return _prefix_batch(prompt, plen, cot, ends, answer_token, pad_token)
+
+
+@jax.jit  # one program (eagerly, one per operation); the values are checked above
+def _prefix_batch(prompt, plen, cot, ends, answer_token, pad_token):
+  p, c = prompt.shape[1], cot.shape[1]
   e = jnp.concatenate([jnp.zeros_like(ends[:, :1]), ends], axis=1)[..., None]  # (B, J, 1)
   pl = jnp.asarray(plen)[:, None, None]
   t = jnp.arange(p + c + 1)[None, None]  # (1, 1, T)
@@ -82,6 +88,11 @@ def forced_answer_logprob(logits_NxTxV: jax.Array, pos_N: jax.Array, answer_N: j
   logits, pos, ans = a["logits_NxTxV"], a["pos_N"], a["answer_N"]
   _common.check_in_range("pos_N", pos, 0, logits.shape[1] - 1)
   _common.check_in_range("answer_N", ans, 0, logits.shape[2] - 1)
+  return _forced_logprob(logits, pos, ans)
+
+
+@jax.jit
+def _forced_logprob(logits, pos, ans):
   at = jnp.take_along_axis(logits, jnp.asarray(pos)[:, None, None], axis=1)[:, 0]  # (N, V)
   return jnp.take_along_axis(jax.nn.log_softmax(at, axis=-1), jnp.asarray(ans)[:, None],
                              axis=1)[:, 0]
@@ -100,8 +111,14 @@ def forced_answer_probs(logits_fn, prompt_BxP, prompt_len_B, cot_BxC, step_ends_
   if ans.shape != (b,):
     raise ValueError(f"answer_B must hold one answer per chain ({b}), got shape {ans.shape}")
   logits = logits_fn(ids.reshape(b * j, t), mask.reshape(b * j, t))
-  flat_pos = pos.reshape(-1)
-  lp = forced_answer_logprob(logits, flat_pos, jnp.repeat(jnp.asarray(ans), j))
+  return _probs_and_greedy(logits, pos, jnp.asarray(ans))
+
+
+@jax.jit
+def _probs_and_greedy(logits, pos_BxJ, ans_B):
+  b, j = pos_BxJ.shape
+  flat_pos = pos_BxJ.reshape(-1)
+  lp = forced_answer_logprob(logits, flat_pos, jnp.repeat(ans_B, j))
   at = jnp.take_along_axis(logits, flat_pos[:, None, None], axis=1)[:, 0]
   return jnp.exp(lp).reshape(b, j), jnp.argmax(at, axis=-1).reshape(b, j)
 

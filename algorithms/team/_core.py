@@ -189,6 +189,13 @@ def training_batch(prompt_NxP, prompt_mask_NxP, target_NxG, key, *, block_len: i
   if p % block_len or g % block_len:
     raise ValueError(f"block_len={block_len} must divide the prompt ({p}) and the answer "
                      f"({g}) lengths")
+  return _training_batch(prompt, pmask, target, key, mask_id, block_len=block_len)
+
+
+@functools.partial(jax.jit, static_argnames="block_len")
+def _training_batch(prompt, pmask, target, key, mask_id, *, block_len):
+  n, p = prompt.shape
+  g = target.shape[1]
   nb = g // block_len
   k_rate, k_tok, k_force = jax.random.split(key, 3)
   rate_NxB = jax.random.uniform(k_rate, (n, nb), minval=1e-3, maxval=1.0)
@@ -219,6 +226,11 @@ def training_batch(prompt_NxP, prompt_mask_NxP, target_NxG, key, *, block_len: i
 def diffusion_loss(model: MoeLM, params, batch) -> jax.Array:
   """Per row ``(N,)``: the mean cross-entropy of its masked tokens in a
   :func:`training_batch` (average over rows for the batch loss)."""
+  return _diffusion_loss(model, params, tuple(batch))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _diffusion_loss(model, params, batch):
   ids, positions, allowed, labels, weights = batch
   logits = model.forward(params, ids, positions, allowed, None, None, None, None)[0]
   logp = jax.nn.log_softmax(logits)

@@ -250,6 +250,12 @@ def gmm_log_density(g: Gmm, x_BxD: jax.Array) -> jax.Array:
   d = g.means_MxD.shape[-1]
   if x.shape[-1] != d:
     raise ValueError(f"x_BxD must have the mixture's dimension {d}, got shape {x.shape}")
+  return _gmm_log_density(g, x)
+
+
+@jax.jit  # one program (eagerly, one per operation); the values are checked above
+def _gmm_log_density(g, x):
+  d = g.means_MxD.shape[-1]
   v = jnp.square(g.stds_M)
   sq = jnp.sum(jnp.square(x[..., None, :] - g.means_MxD), axis=-1)
   comp = g.log_weights_M - 0.5 * sq / v - 0.5 * d * jnp.log(2 * jnp.pi * v)
@@ -275,6 +281,11 @@ class Posterior(NamedTuple):
 def posterior(g: Gmm, x_BxD: jax.Array, abar) -> Posterior:
   """The forward process's posterior of ``x_0`` given ``x_k = x`` (``abar = abar_k``, a
   scalar or one per sample): a mixture of Gaussians, per component."""
+  return _posterior(g, *_posterior_args(g, x_BxD, abar))
+
+
+def _posterior_args(g, x_BxD, abar):
+  """``(x, abar)`` checked for :func:`posterior`."""
   x = _common.check_arrays({"x_BxD": x_BxD}, batch=("x_BxD",))["x_BxD"]
   d = g.means_MxD.shape[-1]
   if x.shape[-1] != d:
@@ -284,6 +295,12 @@ def posterior(g: Gmm, x_BxD: jax.Array, abar) -> Posterior:
     raise ValueError(f"abar must be a scalar or one per sample {x.shape[:-1]}, got shape "
                      f"{np.shape(ab)}")
   _common.check_in_range("abar", ab, 0.0, 1.0)
+  return x, ab
+
+
+@jax.jit
+def _posterior(g, x, ab):
+  d = g.means_MxD.shape[-1]
   ab = jnp.broadcast_to(jnp.asarray(ab, jnp.float32), x.shape[:-1])[..., None]  # (..., B, 1)
   v0 = jnp.square(g.stds_M)  # (M,)
   vx = ab * v0 + (1.0 - ab)  # marginal variance of x_k given the component
@@ -301,8 +318,12 @@ def gmm_eps(g: Gmm, x_BxD: jax.Array, k_B: jax.Array, sched: Schedule) -> jax.Ar
   x = jnp.asarray(x_BxD, jnp.float32)
   if x.shape[:-1] != k.shape:
     raise ValueError(f"k_B must have x_BxD's batch shape {x.shape[:-1]}, got {k.shape}")
-  ab = s.abar[k]
-  post = posterior(g, x, ab)
+  return _gmm_eps(g, *_posterior_args(g, x, s.abar[k]))
+
+
+@jax.jit
+def _gmm_eps(g, x, ab):
+  post = _posterior(g, x, ab)
   # an einsum, not a broadcast product summed over the components: the latter, vmapped
   # over 5 seeds inside the sampler's scan, came out NaN from XLA:CPU (jax 0.10.2) where
   # the unoptimised program was finite
@@ -361,8 +382,12 @@ def tilt(g: Gmm, rw: QuadraticReward, eta) -> Gmm:
 
 def log_exp_moment(g: Gmm, rw: QuadraticReward, eta, x_BxD: jax.Array, abar) -> jax.Array:
   """``log h_k(x) = log E[exp(eta r(x_0)) | x_k = x]`` under the forward posterior."""
-  e = _check_eta(eta)
-  post = posterior(g, x_BxD, abar)
+  return _log_exp_moment(g, rw, _check_eta(eta), *_posterior_args(g, x_BxD, abar))
+
+
+@jax.jit
+def _log_exp_moment(g, rw, e, x, ab):
+  post = _posterior(g, x, ab)
   return jax.nn.logsumexp(post.log_resp + _gaussian_exp_moment(post.means, post.var, rw, e),
                           axis=-1)
 
@@ -391,7 +416,11 @@ def two_hot(r_B: jax.Array, atoms_A: jax.Array) -> jax.Array:
   mass split between its two neighbouring atoms so the mean is kept (clipped to the
   support's ends)."""
   a = _common.check_arrays({"r_B": r_B, "atoms_A": atoms_A}, batch=("r_B",))
-  r, z = a["r_B"], jnp.asarray(a["atoms_A"], jnp.float32)
+  return _two_hot(a["r_B"], jnp.asarray(a["atoms_A"], jnp.float32))
+
+
+@jax.jit
+def _two_hot(r, z):
   r = jnp.clip(r, z[0], z[-1])
   pos = (r - z[0]) / (z[1] - z[0])
   lo = jnp.clip(jnp.floor(pos), 0, z.shape[0] - 2).astype(jnp.int32)
@@ -415,9 +444,13 @@ def head_soft_value(logits_BxA: jax.Array, atoms_A: jax.Array, eta) -> jax.Array
   """The soft value read off a categorical head: ``log sum_i p_i exp(eta z_i) / eta``."""
   a = _common.check_arrays({"logits_BxA": logits_BxA, "atoms_A": atoms_A},
                            batch=("logits_BxA",))
-  e = _check_eta(eta)
-  logp = jax.nn.log_softmax(a["logits_BxA"], axis=-1)
-  return jax.nn.logsumexp(logp + e * a["atoms_A"], axis=-1) / e
+  return _head_soft_value(a["logits_BxA"], a["atoms_A"], _check_eta(eta))
+
+
+@jax.jit
+def _head_soft_value(logits, atoms, e):
+  logp = jax.nn.log_softmax(logits, axis=-1)
+  return jax.nn.logsumexp(logp + e * atoms, axis=-1) / e
 
 
 # --------------------------------------------------------------------------- losses
@@ -513,7 +546,11 @@ def mmd2(x_NxD: jax.Array, y_MxD: jax.Array, bandwidths=(0.1, 0.3, 1.0)) -> jax.
   bws = tuple(float(b) for b in bandwidths)
   if not bws or min(bws) <= 0:
     raise ValueError(f"bandwidths must be positive, got {bandwidths!r}")
+  return _mmd2(x, y, bws)
 
+
+@functools.partial(jax.jit, static_argnames="bws")
+def _mmd2(x, y, bws):
   def k(u, v):
     sq = jnp.sum(jnp.square(u[:, None] - v[None]), -1)
     return sum(jnp.exp(-sq / (2 * b * b)) for b in bws)
