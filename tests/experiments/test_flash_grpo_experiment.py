@@ -87,7 +87,7 @@ def test_digits_task_velocity_reward_and_correctness_by_hand():
   (numpy by hand); a sample is correct when the classifier's argmax is its label."""
   config = digits_config.get_config()
   with config.unlocked():
-    config.generator.channels, config.generator.text_width = (8, 16), 8
+    config.generator.channels, config.generator.text_width = (8,), 8
     config.generator.classifier_hidden = (8,)
   model = digit_generator.make_model(config.generator)
   clf_model = mlp_classifier.MLPClassifier(hidden=(8,), num_classes=10)
