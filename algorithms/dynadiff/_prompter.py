@@ -77,9 +77,12 @@ def _features(x, num_freqs):
   std = jnp.sqrt(jnp.mean(xc**2, axis=-2) + eps)
   rate = jnp.mean(jnp.abs(jnp.diff(x, axis=-2)), axis=-2) / std
   autocorr = jnp.mean(xc[..., 1:, :] * xc[..., :-1, :], axis=-2) / std**2
-  # Least squares x_{t+1} = A x_t + c on the centred data, ridge-regularised (a 2-D
-  # normal-equation solve, well conditioned for the short sequences used here).
-  past, future = xc[..., :-1, :], xc[..., 1:, :]
+  # Least squares x_{t+1} = A x_t + c: past and future each on their own mean (the
+  # intercept c), ridge-regularised (a 2-D normal-equation solve, well conditioned for the
+  # short sequences used here).
+  past, future = x[..., :-1, :], x[..., 1:, :]
+  past = past - jnp.mean(past, axis=-2, keepdims=True)
+  future = future - jnp.mean(future, axis=-2, keepdims=True)
   gram = jnp.einsum("...ti,...tj->...ij", past, past)
   cross = jnp.einsum("...ti,...tj->...ij", past, future)
   reg = 1e-4 * (jnp.trace(gram, axis1=-2, axis2=-1)[..., None, None] / x.shape[-1] + 1e-6)
