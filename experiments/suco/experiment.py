@@ -115,7 +115,8 @@ def train_lm(cfg, params, rows, *, steps: int, batch: int, lr: float, seed: int,
   ids, mask, target = rows
   opt, step = _lm_step(cfg, int(steps), float(lr), mesh)
   params = jax.device_put(params, sharding.replicated(mesh))
-  state = opt.init(params)
+  # placed as the step returns it, so its second call does not compile the step again
+  state = jax.device_put(opt.init(params), sharding.replicated(mesh))
   rng = np.random.default_rng([seed, 5])
   loss = np.nan
   for _ in range(steps):
@@ -245,7 +246,12 @@ def sapo(config, cfg, mft_params, chains: suco_data.Chains, msc_tokens: np.ndarr
   mean reward of the last quarter of the steps."""
   optimizer, step = train.grpo_step(cfg, float(config.sapo_lr), float(config.sapo_beta), 0.2,
                                     mesh)
-  params, opt_state = mft_params, optimizer.init(mft_params)
+  params = mft_params
+  if mesh is not None:  # placed as the step returns them: one compile of it and of generate
+    params = jax.device_put(params, sharding.replicated(mesh))
+  opt_state = optimizer.init(params)
+  if mesh is not None:
+    opt_state = jax.device_put(opt_state, sharding.replicated(mesh))
   tracker = suco.tracker_init(len(msc_tokens))
   nq, g = int(config.sapo_questions), int(config.group)
   ids_all, mask_all = _left_prompts(chains)
