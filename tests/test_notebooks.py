@@ -102,9 +102,10 @@ def _execute(nb, workdir):
   return nb
 
 
-@pytest.fixture(scope="session", autouse=True)  # session: a module scope under pytest-xdist
-def _kernel_shut_down_at_the_end():  # ends whenever the worker's next test is another file's
-
+# Session scope: under pytest-xdist a module-scoped fixture ends whenever the worker's
+# next test is another file's, which would restart the kernel between notebooks.
+@pytest.fixture(scope="session", autouse=True)
+def _kernel_shut_down_at_the_end():
   yield
   _shutdown_kernel()
 

@@ -336,8 +336,7 @@ def flash_grpo_loss(log_prob_PxG: jax.Array, old_log_prob_PxG: jax.Array,
       raise ValueError(f"{name} must have log_prob_PxG's shape {lp.shape}, got {jnp.shape(x)}")
   sig = _check_sigmas(sigmas)
   k = _check_index(k_PxG, sig.shape[0], "k_PxG")
-  if _common.is_concrete(clip_eps) and not 0 < float(clip_eps) < 1:
-    raise ValueError(f"clip_eps must lie in (0, 1), got {clip_eps!r}")
+  _common.check_in_range("clip_eps", clip_eps, 0.0, 1.0, lo_open=True, hi_open=True)
   return _flash_grpo_loss(lp, jnp.asarray(old_log_prob_PxG), jnp.asarray(rewards_PxG), k, sig,
                           clip_eps, rectify=bool(rectify), advantages=advantages)
 

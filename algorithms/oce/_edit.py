@@ -66,6 +66,11 @@ def _scale(name: str, x: Any, positive: bool = False) -> jax.Array:
   return x
 
 
+def _check_reflection(reflection: str) -> None:
+  if reflection not in REFLECTIONS:
+    raise ValueError(f"reflection must be one of {REFLECTIONS}, got {reflection!r}")
+
+
 def procrustes_rotation(M_OxO: jax.Array, reflection: str = "kabsch") -> jax.Array:
   """The orthogonal ``R`` maximising ``tr(R^T M)`` (``O x O``; leading batch axes allowed).
 
@@ -75,8 +80,7 @@ def procrustes_rotation(M_OxO: jax.Array, reflection: str = "kabsch") -> jax.Arr
   ``"last_column"`` negates the last column of ``U V^T`` (the public OCE code;
   det +1, not a maximiser in general); ``"allow"`` returns ``U V^T``.
   """
-  if reflection not in REFLECTIONS:
-    raise ValueError(f"reflection must be one of {REFLECTIONS}, got {reflection!r}")
+  _check_reflection(reflection)
   m = _common.check_arrays({"M_OxO": M_OxO}, batch=("M_OxO",))["M_OxO"]
   return _procrustes(m, reflection)
 
@@ -177,8 +181,7 @@ def oce_rotation(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array |
   a = _common.check_arrays({"W0_OxI": W0_OxI, "erase_CxI": erase_CxI, "guide_GxI": guide_GxI,
                             "preserve_PxI": preserve_PxI, "generic_IxI": generic_IxI,
                             "preservation_OxO": preservation})
-  if reflection not in REFLECTIONS:
-    raise ValueError(f"reflection must be one of {REFLECTIONS}, got {reflection!r}")
+  _check_reflection(reflection)
   return _rotation(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], a["preserve_PxI"],
                    a["generic_IxI"], a["preservation_OxO"], _scale("erase_scale", erase_scale),
                    _scale("preserve_scale", preserve_scale),
@@ -221,8 +224,7 @@ def oce_edit(W0_OxI: jax.Array, erase_CxI: jax.Array, guide_GxI: jax.Array | Non
   a = _common.check_arrays({"W0_OxI": W0_OxI, "erase_CxI": erase_CxI, "guide_GxI": guide_GxI,
                             "preserve_PxI": preserve_PxI, "generic_IxI": generic_IxI,
                             "preservation_OxO": preservation})
-  if reflection not in REFLECTIONS:
-    raise ValueError(f"reflection must be one of {REFLECTIONS}, got {reflection!r}")
+  _check_reflection(reflection)
   scales = (_scale("erase_scale", erase_scale), _scale("preserve_scale", preserve_scale),
             _scale("generic_scale", generic_scale), _scale("lam", lam))
   return _edit_one_jit(a["W0_OxI"], a["erase_CxI"], a["guide_GxI"], a["preserve_PxI"],
@@ -312,8 +314,7 @@ def oce_edit_layers(weights: Sequence[jax.Array], erase_CxI: jax.Array,
   :func:`preservation_term` per layer, or None (then computed from the scales).
   """
   _check_layers(weights, preservation)
-  if reflection not in REFLECTIONS:
-    raise ValueError(f"reflection must be one of {REFLECTIONS}, got {reflection!r}")
+  _check_reflection(reflection)
   concepts = _common.check_arrays({"erase_CxI": erase_CxI, "guide_GxI": guide_GxI,
                                    "preserve_PxI": preserve_PxI, "generic_IxI": generic_IxI,
                                    "weights_OxI": weights[0]})

@@ -55,16 +55,6 @@ def _float(name: str, x) -> jax.Array:
   return x
 
 
-def _check_eps(eps):
-  if _common.is_concrete(eps) and not float(eps) > 0:
-    raise ValueError(f"eps must be > 0, got {eps!r}")
-
-
-def _check_clip_eps(clip_eps):
-  if _common.is_concrete(clip_eps) and not 0 < float(clip_eps) < 1:
-    raise ValueError(f"clip_eps must lie in (0, 1), got {clip_eps!r}")
-
-
 def group_advantages(rewards_BxG: jax.Array, *, scale: str = "std", eps: float = 1e-6
                      ) -> jax.Array:
   """``(r - mean_g r) / (std_g r + eps)`` per group (``scale="std"``), or ``r - mean_g r``."""
@@ -74,7 +64,7 @@ def group_advantages(rewards_BxG: jax.Array, *, scale: str = "std", eps: float =
   if r.ndim != 2 or r.shape[1] < 1:
     raise ValueError(f"rewards_BxG must be (prompts, group) with a group of at least one, got "
                      f"shape {r.shape}")
-  _check_eps(eps)
+  _common.check_in_range("eps", eps, 0.0, lo_open=True)
   centred = r - jnp.mean(r, axis=1, keepdims=True)
   if scale == "none":
     return centred
@@ -85,7 +75,7 @@ def clipped_surrogate(logp: jax.Array, logp_old: jax.Array, advantages: jax.Arra
                       clip_eps: float = 0.2) -> jax.Array:
   """PPO's per-step objective ``min(rho A, clip(rho, 1-eps, 1+eps) A)`` (to maximise);
   ``advantages`` broadcasts against the log-probabilities (a ``(B, G, 1)`` per sample)."""
-  _check_clip_eps(clip_eps)
+  _common.check_in_range("clip_eps", clip_eps, 0.0, 1.0, lo_open=True, hi_open=True)
   logp, logp_old, a = (_float(n, x) for n, x in (("logp", logp), ("logp_old", logp_old),
                                                    ("advantages", advantages)))
   if logp.shape != logp_old.shape:
@@ -137,8 +127,8 @@ def grpo_loss(logp_BxGxT: jax.Array, logp_old_BxGxT: jax.Array, logp_ref_BxGxT: 
   old, ref = _float("logp_old_BxGxT", logp_old_BxGxT), _float("logp_ref_BxGxT", logp_ref_BxGxT)
   if scale not in SCALES:
     raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-  _check_clip_eps(clip_eps)
-  _check_eps(eps)
+  _common.check_in_range("clip_eps", clip_eps, 0.0, 1.0, lo_open=True, hi_open=True)
+  _common.check_in_range("eps", eps, 0.0, lo_open=True)
   return _grpo_loss(logp, old, ref, _float("rewards_BxG", rewards_BxG),
                     jnp.asarray(mask_BxGxT).astype(logp.dtype), clip_eps, beta, eps,
                     scale=scale, normalisation=normalisation)
