@@ -211,6 +211,24 @@ def _build_train_step(*, mesh, loss_fn, optimizer, batch_size, abstract_state, w
   return step
 
 
+def _state_from_key(init_params, optimizer):
+  """``key -> TrainState`` at step 0 (a new function per call: ``init_params`` is often a
+  closure over the caller's data, which a cache would keep alive)."""
+  def init(key):
+    params = init_params(key)
+    return TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
+  return init
+
+
+@functools.lru_cache(maxsize=None)
+def _state_from_params(optimizer):
+  """``params -> TrainState`` at step 0, one function per optimizer, so that runs that
+  fine-tune parameters of one structure (seed after seed) share one compiled program."""
+  def init(params):
+    return TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
+  return init
+
+
 def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], Any] | Any,
         loss_fn: LossFn, optimizer: optax.GradientTransformation, train_arrays: Sequence[np.ndarray],
         batch_size: int, num_steps: int, seed: int, log_every: int = 50,
@@ -254,11 +272,7 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
   init_key, step_key = jax.random.split(jax.random.key(seed))
 
   given = None if callable(init_params) else init_params
-
-  def init(key_or_params):
-    params = init_params(key_or_params) if given is None else key_or_params
-    return TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
-
+  init = _state_from_key(init_params, optimizer) if given is None else _state_from_params(optimizer)
   init_arg = init_key if given is None else given
   abstract = jax.eval_shape(init, init_arg)
   state_sh = sharding.state_shardings(mesh, abstract)

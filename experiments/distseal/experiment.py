@@ -274,8 +274,9 @@ def _teacher_program(config_json: str, method: str):
 @functools.lru_cache(maxsize=None)
 def distill_loss_fn(config_json: str):
   """Decoder distillation: ``(params, (z, target, m*), key) -> (L1 + w BCE (B,), aux)``, the
-  parameters ``{"ae", "frozen": {"watermarker"}}``; only the decoder enters the loss (the
-  encoder's gradient is zero, Adam leaves it)."""
+  parameters ``{"ae", "frozen": {"watermarker": {"extractor"}}}`` (the teacher's extractor
+  alone, so the latent and pixel distillations share one program); only the decoder enters
+  the loss (the encoder's gradient is zero, Adam leaves it)."""
   config = _config(config_json)
   nets = Nets(config)
   w = float(config.bit_weight)
@@ -562,11 +563,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
       target_eval = np.asarray(teacher(ae_params, wm, eval_z, message))
       d_dir = os.path.join(folder, f"distill_{method}")
       rows = np.broadcast_to(np.asarray(message), (train_z.shape[0], int(config.bits)))
-      init = {"ae": ae_params, FROZEN: {"watermarker": wm}}
+      # only the extractor rides along (the latent and pixel runs share one program)
+      reader = {"extractor": wm["extractor"]}
+      init = {"ae": ae_params, FROZEN: {"watermarker": reader}}
       student = _fit(config, mesh, d_dir, init, distill_loss_fn(cj),
                      (train_z, target_train, np.ascontiguousarray(rows)),
                      int(config.distill_steps), float(config.distill_learning_rate), seed)["ae"]
-      dv = jax.device_get(_distilled_program(cj)(ae_params, student, wm, target_eval, eval_z,
+      dv = jax.device_get(_distilled_program(cj)(ae_params, student, reader, target_eval, eval_z,
                                                  message, jax.random.fold_in(key, 2)))
       for name, v in dv.items():
         per.setdefault(f"distill_{method}_{name}", []).append(float(v))
