@@ -49,7 +49,7 @@ photographs, or its digits upsampled; held-out images evaluate):
    watermarker is distilled into the generator (a pixel watermark has no latent to train
    on without re-encoding).
 
-The quick config takes about 5 minutes on 2 cores (the
+The quick config takes about 3.5 minutes on 2 cores (the
 budget is 90 s), and its 1,000 steps leave the watermarkers short of trained (0.80-0.82 of
 the bits read unedited); ``configs/medium.py`` trains three times as long (README).
 """
