@@ -2,6 +2,7 @@ r"""del-NO against the authors' own construction (issue 31): their variant, zero
 
     python -m reprojax.experiments.del_no.authors                 # the CPU runs (README, "Against the authors' construction")
     python -m reprojax.experiments.del_no.authors --render_only   # rewrite the README table from authors.json
+    python -m reprojax.experiments.del_no.authors --modes_sweep=8,16,32,64,128   # the Fourier-modes (k) sweep
     bash experiments/del_no/authors_gpu.sh                        # the authors' Burgers protocol at 1024 points (a lent GPU)
 
 Every run trains the full config's FNO size (width 64, 4 layers, 16 modes) on 1-D
@@ -78,6 +79,10 @@ def define_flags():
   flags.DEFINE_integer("init_seeds", 5, "seeds of the init-effect pair.")
   flags.DEFINE_float("sigma", 0.05, "the noisy condition's relative noise (global std).")
   flags.DEFINE_bool("render_only", False, "Rewrite the README table from the JSON.")
+  flags.DEFINE_list("modes_sweep", [], "Run the Fourier-modes sweep at these FNO modes "
+                    "instead of the variants table (the authors' k sweep).")
+  flags.DEFINE_string("modes_json_out", os.path.join(_HERE, "authors_modes.json"),
+                      "JSON output path of the modes sweep.")
 
 
 VARIANTS = ("authors", "fno_torch", "fno_torch_zero", "ours", "ours_zero", "ours_plain")
@@ -101,15 +106,20 @@ class Setup(NamedTuple):
   sigma: float
 
 
-def _fno(layer_init: str) -> nn.Module:
-  """The full config's FNO (width 64, 4 layers, 16 modes) with the given pointwise init."""
-  return ex.make_backbone("fno", full.get_config().backbones, layer_init=layer_init)
+def _fno(layer_init: str, modes: int | None = None) -> nn.Module:
+  """The full config's FNO (width 64, 4 layers, 16 modes, or ``modes``) with the given
+  pointwise init."""
+  bc = full.get_config().backbones
+  if modes is not None:
+    bc.fno_modes = int(modes)
+  return ex.make_backbone("fno", bc, layer_init=layer_init)
 
 
-def make_variant(variant: str, steps: int):
-  """(model, optimizer, protocol) of one variant; protocol is ``"authors"`` or ``"ours"``."""
+def make_variant(variant: str, steps: int, modes: int | None = None):
+  """(model, optimizer, protocol) of one variant; protocol is ``"authors"`` or ``"ours"``;
+  ``modes``: the FNO's Fourier modes (default the full config's 16)."""
   if variant.startswith("authors") or variant.startswith("fno_torch"):
-    net, opt = _fno("torch"), del_no.authors_optimizer(steps)
+    net, opt = _fno("torch", modes), del_no.authors_optimizer(steps)
     if variant == "authors":
       model = del_no.DelNO(net, orders=(1.0, 2.0), method="gl_centred", boundary="periodic",
                            order_param="exp", scale_param="relu")
@@ -118,7 +128,7 @@ def make_variant(variant: str, steps: int):
     else:
       model = _Plain(net)
     return model, opt, "authors"
-  net = _fno("flax")
+  net = _fno("flax", modes)
   sched = _cosine(steps)
   if variant == "ours":
     return del_no.DelNO(net, orders=(1.0, 2.0)), del_no.optimizer(sched, 10.0), "ours"
@@ -177,9 +187,10 @@ def encode(split, protocol: str, condition: str, sigma: float, seed: int):
           Normalizer(split.y_train, True))
 
 
-def run_variant(variant: str, cells, setup: Setup, mesh, seeds: int) -> dict:
+def run_variant(variant: str, cells, setup: Setup, mesh, seeds: int,
+                modes: int | None = None) -> dict:
   """Trains one variant on every (pde, condition) cell and seed as one vmapped run."""
-  model, opt, protocol = make_variant(variant, setup.steps)
+  model, opt, protocol = make_variant(variant, setup.steps, modes)
   reps, xs, ys, xts, yts, norms = [], [], [], [], [], []
   for (pde, condition), split in cells.items():
     for s in range(seeds):
@@ -290,8 +301,70 @@ def table(res: dict) -> str:
   return "\n".join(lines)
 
 
+# The Fourier-modes sweep (the paper's "k", the authors' notebook 3): the learned order should
+# fall as k rises. Declared before its run: judged as the other sweeps (experiment.py), over at
+# least 5 levels, by the one-sided permutation p-value of Spearman's rho below 0.05; on
+# beta_1 (the order started at 1, which their Fig. 2 plots) and on the top order (ours).
+MODES_DIRECTION, MODES_P_VALUE, MODES_MIN_LEVELS = -1, 0.05, 5
+MODES_VARIANTS = ("authors", "ours")
+
+
+def modes_sweep(levels, setup: Setup, mesh, seeds: int) -> dict:
+  """``{variant: {modes: record}}``: each del-NO variant trained on clean Burgers (the
+  released law; noise-free, as the authors' n and k sweeps) with the FNO keeping ``modes``
+  Fourier modes, ``seeds`` seeds per level (one vmapped run per variant and level)."""
+  cells = {("burgers", "clean"): load_cell("burgers", setup)}
+  out: dict = {}
+  for v in MODES_VARIANTS:
+    for k in levels:
+      out.setdefault(v, {})[str(int(k))] = run_variant(v, cells, setup, mesh, seeds,
+                                                       modes=int(k))["burgers/clean"]
+  return out
+
+
+def modes_verdicts(res: dict) -> dict:
+  """Per variant and reading (``beta_1``, ``top``): the levels' mean orders, Spearman's rho
+  over every run against its level, the one-sided p-value (falling) and whether it holds."""
+  out = {}
+  for v, by in res.items():
+    levels = sorted(by, key=int)
+    values = np.asarray([int(k) for k in levels], float)
+    orders = [np.asarray(by[k]["orders"]) for k in levels]  # per level: seeds x K
+    for name, pick in (("beta_1", lambda o: o[:, 0]), ("top", lambda o: o.max(1))):
+      arr = np.stack([pick(o) for o in orders])
+      rho, p = ex.sweep_significance(values, arr, MODES_DIRECTION)
+      out.setdefault(v, {})[name] = dict(
+          means=[float(a) for a in arr.mean(1)], rho=rho, p=p,
+          holds=bool(len(levels) >= MODES_MIN_LEVELS and p < MODES_P_VALUE))
+  return out
+
+
+def modes_table(res: dict) -> str:
+  verd = modes_verdicts(res)
+  lines = ["| variant | modes | beta_1 | top order | test error | dead channels (both / one) |",
+           "|---|---|---|---|---|---|"]
+  for v, by in res.items():
+    for k in sorted(by, key=int):
+      o, e = np.asarray(by[k]["orders"]), np.asarray(by[k]["err"])
+      se = lambda a: a.std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else 0.0  # noqa: E731
+      log = channel_log(by[k])
+      lines.append(f"| {v} | {k} | {o[:, 0].mean():.2f} +- {se(o[:, 0]):.2f} | "
+                   f"{o.max(1).mean():.2f} +- {se(o.max(1)):.2f} | {e.mean():.4f} +- {se(e):.4f}"
+                   f" | {log['both_dead']} / {log['one_dead']} of {log['runs']} |")
+  lines += ["", f"Spearman's rho over every run against its level, one-sided permutation p "
+            f"(falling); holds at p < {MODES_P_VALUE} over at least {MODES_MIN_LEVELS} levels:", ""]
+  for v, by in verd.items():
+    parts = [f"{name} rho {d['rho']:+.2f}, p = {d['p']:.4f} ({'holds' if d['holds'] else 'does not hold'})"
+             for name, d in by.items()]
+    lines.append(f"* {v}: " + "; ".join(parts))
+  return "\n".join(lines)
+
+
 def main(argv):
   del argv
+  if FLAGS.modes_sweep:
+    _main_modes()
+    return
   if FLAGS.render_only:
     with open(FLAGS.json_out) as f:
       out = json.load(f)
@@ -317,6 +390,34 @@ def main(argv):
   with open(FLAGS.json_out, "w") as f:
     json.dump(out, f, indent=1)
   _write_readme(table(res) + _footer(out))
+
+
+def _main_modes():
+  if FLAGS.render_only:
+    with open(FLAGS.modes_json_out) as f:
+      out = json.load(f)
+  else:
+    setup = Setup(FLAGS.steps, FLAGS.batch_size, FLAGS.resolution, FLAGS.solver_resolution,
+                  FLAGS.n_train, FLAGS.n_test, 0.0)
+    levels = [int(k) for k in FLAGS.modes_sweep]
+    if any(k < 1 or k > FLAGS.resolution // 2 for k in levels):
+      raise ValueError(f"--modes_sweep levels must be in [1, resolution / 2 = "
+                       f"{FLAGS.resolution // 2}], got {levels}")
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = modes_sweep(levels, setup, sharding.make_mesh(), FLAGS.seeds)
+    out = dict(results=res, verdicts=modes_verdicts(res), setup=setup._asdict(),
+               seeds=FLAGS.seeds, wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
+    with open(FLAGS.modes_json_out, "w") as f:
+      json.dump(out, f, indent=1)
+  s = out["setup"]
+  text = modes_table(out["results"]) + (
+      f"\n\nClean Burgers (released law), {s['steps']} steps at batch {s['batch_size']}, "
+      f"{s['resolution']} points, {s['n_train']} training pairs, {out['seeds']} seeds per level. "
+      f"Wall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.")
+  print(text)
+  if FLAGS.readme_table:
+    begin, end = "<!-- authors_modes:begin -->", "<!-- authors_modes:end -->"
+    results.replace_between(FLAGS.readme_table, begin, end, f"{begin}\n{text}\n{end}")
 
 
 def _footer(out) -> str:

@@ -159,3 +159,24 @@ def test_noise_is_one_global_std_and_readings():
   v = authors.verdicts(res)["c"]
   assert v["authors_vs_fno_torch_zero"]["reading"] == "ties"
   assert v["authors_vs_fno_torch"]["win"].startswith("init")
+
+
+def test_modes_sweep_verdicts_and_the_backbones_modes():
+  rng = np.random.default_rng(0)
+
+  def level(beta_1, top):  # three seeds' orders around a level's means (scales alive)
+    o = [[beta_1 + 0.01 * rng.normal(), top + 0.01 * rng.normal()] for _ in range(3)]
+    return {"orders": o, "scales": [[1.0, 1.0]] * 3, "err": [0.1, 0.1, 0.1]}
+
+  falling = {str(k): level(1.5 - 0.1 * i, 2.5 - 0.1 * i) for i, k in enumerate((8, 16, 32, 64, 128))}
+  flat_top = {str(k): level(1.5 - 0.1 * i, 2.0) for i, k in enumerate((8, 16, 32, 64, 128))}
+  v = authors.modes_verdicts({"authors": falling, "ours": flat_top})
+  assert v["authors"]["beta_1"]["holds"] and v["authors"]["top"]["holds"]
+  assert v["authors"]["top"]["rho"] == pytest.approx(-1.0, abs=0.1)
+  assert v["ours"]["beta_1"]["holds"] and not v["ours"]["top"]["holds"]
+  four = {k: falling[k] for k in ("8", "16", "32", "64")}  # fewer than 5 levels: not judged
+  assert not authors.modes_verdicts({"authors": four})["authors"]["beta_1"]["holds"]
+  assert "| authors | 128 |" in authors.modes_table({"authors": falling})
+  model, _, protocol = authors.make_variant("authors", 10, modes=32)
+  assert protocol == "authors" and model.backbone.modes == (32,)
+  assert authors.make_variant("ours", 10)[0].backbone.modes == (16,)  # the full config's
