@@ -4,6 +4,8 @@ r"""Controls for del-NO's FNO cells: why does the FNO fit worse with derivative 
     python -m reprojax.experiments.del_no.controls --fno_size=paper --pdes=heat,burgers \
         --variants=backbone,delno,zero_channels
     python -m reprojax.experiments.del_no.controls --render_only [--fno_size=paper]
+    python -m reprojax.experiments.del_no.controls --noisy --noise_protocol=authors \
+        --variants=backbone,delno,zero_channels      # the noisy cells under the authors' noise
 
 At the medium CPU scale (``configs/medium_cpu.py``: 64-point grid, 1000 pairs, 2000
 steps) del-NO's FNO has a *higher training loss* than the plain FNO on heat and Burgers
@@ -43,6 +45,7 @@ import numpy as np
 from reprojax.data import del_no_pdes
 from reprojax.experiments import results
 from reprojax.experiments import sharding
+from reprojax.experiments.del_no import authors
 from reprojax.experiments.del_no import experiment as ex
 from reprojax.experiments.del_no.configs import medium_cpu
 from reprojax.models import del_no
@@ -57,6 +60,12 @@ _SIZE = flags.DEFINE_enum("fno_size", "medium", ["medium", "paper"],
                           "medium: the medium config's FNO (width 24, 2 layers, 12 modes); paper: "
                           "the full config's (width 64, 4 layers, 16 modes), same data and steps.")
 _VARIANTS = flags.DEFINE_list("variants", None, "Variants to train (default: all).")
+_NOISY = flags.DEFINE_bool("noisy", False,
+                           "Train on the noisy cells (the medium config's noise_sigma) instead of "
+                           "the clean ones.")
+_PROTOCOL = flags.DEFINE_enum("noise_protocol", "ours", list(ex.NOISE_PROTOCOLS),
+                              "With --noisy: ours (train and test inputs, per sample) or the "
+                              "authors' (training inputs only, one global std).")
 _RENDER = flags.DEFINE_bool("render_only", False,
                             "Rewrite the README table from --json_out's JSON without training.")
 VARIANTS = ("backbone", "delno", "zero_channels", "frozen_orders", "spectral", "zero_scale")
@@ -82,12 +91,14 @@ def make_variant(variant: str, config, m: int):
   return model, del_no.optimizer(sched, mult, config.weight_decay)
 
 
-def run_variant(config, variant, pde, inputs, mesh):
+def run_variant(config, variant, pde, inputs, mesh, sigma: float = 0.0):
+  """One variant on one PDE's cell (clean, or noisy at ``sigma`` under the config's noise
+  protocol, the grid's draw of the noise), ``num_seeds`` seeds as one vmapped run."""
   alpha0 = float(del_no_pdes.GRF_DEFAULT[2])
-  reps = [ex.Replica(pde, alpha0, 0.0, config.n_train, int(config.seed + s))
+  reps = [ex.Replica(pde, alpha0, sigma, config.n_train, int(config.seed + s))
           for s in range(config.num_seeds)]
   split, _, y_norm = inputs.dataset(pde, alpha0)
-  x_train, x_test = inputs.inputs(pde, alpha0, 0.0)
+  x_train, x_test = inputs.inputs(pde, alpha0, sigma)
   model, opt = make_variant(variant, config, del_no_pdes.PDE_ORDER[pde])
   r = len(reps)
   out = ex.train_replicas(
@@ -165,7 +176,29 @@ def paired_ratios(res) -> dict:
   return out
 
 
-def table(res) -> str:
+def twin_readings(res) -> dict:
+  """Per PDE: del-NO against its zero-channel twin and against the plain FNO, and the twin
+  against the FNO (the init effect): the paired log test-error ratio over seeds (mean, s.e.)
+  and the reading declared for the authors' runs (``authors.reading``: helps / ties / hurts
+  at 2 s.e.). A del-NO win over the FNO that does not help against the twin is an init
+  effect (declared in the README before the noisy runs)."""
+  out = {}
+  for pde, by in res.items():
+    v = {}
+    for a, b in (("delno", "zero_channels"), ("delno", "backbone"), ("zero_channels", "backbone")):
+      if a in by and b in by:
+        m, se = authors.paired(by[a]["err"], by[b]["err"])
+        v[f"{a}_vs_{b}"] = dict(log_ratio=m, se=se, reading=authors.reading(m, se))
+    if "delno_vs_backbone" in v and "delno_vs_zero_channels" in v:
+      won = v["delno_vs_backbone"]["reading"] == "helps"
+      twin = v["delno_vs_zero_channels"]["reading"]
+      v["win"] = ("no win" if not won else "derivative" if twin == "helps" else
+                  "init (ties or loses to its twin)")
+    out[pde] = v
+  return out
+
+
+def table(res, with_twins: bool = False) -> str:
   have = _variants(res)
   head = ("| PDE | " + " | ".join(have) + " |\n|---|" + "---|" * len(have))
   rows = []
@@ -205,30 +238,43 @@ def table(res) -> str:
     for pde, by in pr.items():
       lines.append(f"* {pde}: " + "; ".join(
           f"{v} {g:.3f} ({', '.join(f'{x:.2f}' for x in r)})" for v, (g, r) in by.items()))
+  if with_twins:
+    lines += ["", "Paired over seeds, log of the test-error ratio (mean +- s.e.; readings declared "
+              "before the run: helps / ties / hurts at 2 s.e.):", ""]
+    for pde, v in twin_readings(res).items():
+      parts = [f"{k} {d['log_ratio']:+.3f} +- {d['se']:.3f} ({d['reading']})"
+               for k, d in v.items() if k != "win"]
+      lines.append(f"* {pde}: " + "; ".join(parts) + (f"; win: {v['win']}" if "win" in v else ""))
   return "\n".join([head] + rows + lines)
 
 
+def _marker() -> str:
+  """The README markers and JSON name of a run: controls, controls_paper_fno, and with
+  --noisy a suffix naming the noise protocol (controls_noisy_authors, ...)."""
+  name = "controls" if _SIZE.value == "medium" else "controls_paper_fno"
+  return f"{name}_noisy_{_PROTOCOL.value}" if _NOISY.value else name
+
+
 def _json_path() -> str:
-  if _OUT.value:
-    return _OUT.value
-  name = "controls.json" if _SIZE.value == "medium" else "controls_paper_fno.json"
-  return os.path.join(_HERE, name)
+  return _OUT.value or os.path.join(_HERE, f"{_marker()}.json")
 
 
 def main(argv):
   del argv
-  marker = "controls" if _SIZE.value == "medium" else "controls_paper_fno"
+  marker = _marker()
   if _RENDER.value:
     with open(_json_path()) as f:
       out = json.load(f)
     out["verdicts"] = verdicts(out["results"])
     with open(_json_path(), "w") as f:
       json.dump(out, f, indent=1)
-    _write_readme(table(out["results"]) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.",
-                  marker)
+    _write_readme(table(out["results"], bool(out.get("sigma")))
+                  + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.", marker)
     return
   config = medium_cpu.get_config()
   config.pdes = tuple(_PDES.value)
+  config.noise_protocol = _PROTOCOL.value
+  sigma = float(config.noise_sigma) if _NOISY.value else 0.0
   if _SIZE.value == "paper":
     config.backbones.fno_width, config.backbones.fno_depth, config.backbones.fno_modes = 64, 4, 16
   variants = _VARIANTS.value or list(VARIANTS)
@@ -239,16 +285,18 @@ def main(argv):
   mesh = sharding.config_mesh(config)
   inputs = ex.Inputs(config)
   t0, c0 = time.perf_counter(), time.process_time()
-  res = {pde: {v: run_variant(config, v, pde, inputs, mesh) for v in variants}
+  res = {pde: {v: run_variant(config, v, pde, inputs, mesh, sigma) for v in variants}
          for pde in config.pdes}
   out = dict(results=res, wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0,
-             steps=config.steps, n_train=config.n_train, seeds=config.num_seeds,
+             steps=config.steps, n_train=config.n_train, seeds=config.num_seeds, sigma=sigma,
+             noise_protocol=config.noise_protocol if sigma else None,
              fno=dict(width=config.backbones.fno_width, depth=config.backbones.fno_depth,
                       modes=config.backbones.fno_modes))
   out["verdicts"] = verdicts(res)
   with open(_json_path(), "w") as f:
     json.dump(out, f, indent=1)
-  _write_readme(table(res) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.", marker)
+  _write_readme(table(res, sigma > 0) + f"\n\nWall {out['wall_s']:.0f} s, CPU {out['cpu_s']:.0f} s.",
+                marker)
 
 
 def _write_readme(text: str, marker: str):

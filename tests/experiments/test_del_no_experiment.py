@@ -129,6 +129,16 @@ def test_controls_variants_and_declared_readings():
   assert v["delno_trains_worse"] == ["a"]
   assert v["fan_in"]["holds"] and not v["order_learning"]["holds"]
   assert v["gl_error"]["holds"] and v["start_away"]["holds"] and not v["none_holds"]
+  # The noisy runs' twin readings: a win over the FNO that ties the twin is an init effect.
+  win = {"backbone": rec([1.0, 1.1, 0.9]), "delno": rec([0.8, 0.88, 0.72]),
+         "zero_channels": rec([0.81, 0.87, 0.73])}
+  t = controls.twin_readings({"c": win, "d": {**win, "zero_channels": rec([1.0, 1.1, 0.9])}})
+  assert t["c"]["delno_vs_backbone"]["reading"] == "helps"
+  assert t["c"]["delno_vs_zero_channels"]["reading"] == "ties"
+  assert t["c"]["win"].startswith("init") and t["d"]["win"] == "derivative"
+  table = controls.table({"c": {**win, "delno": {**win["delno"], "orders": [0.9, 1.8]}}},
+                         with_twins=True)
+  assert "c: delno_vs_zero_channels -0.005 +- 0.008 (ties)" in table and "win: init" in table
 
 
 def _hand_made_metrics(config, fno_overhead=0.3, deeponet_overhead=0.3):
