@@ -290,8 +290,15 @@ def fit(*, workdir: str, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Arr
   if latest is not None:
     target = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
                           abstract, state_sh)
-    with quiet():
-      state = mngr.restore(latest, args=ocp.args.StandardRestore(target))
+    try:
+      with quiet():
+        state = mngr.restore(latest, args=ocp.args.StandardRestore(target))
+    except ValueError as e:  # orbax: the saved tree is not this run's
+      mngr.close()
+      raise ValueError(
+          f"the checkpoint at step {latest} in {mngr.directory} does not match this run's "
+          f"training state (written by other code or settings); remove {workdir} to train "
+          f"afresh. orbax said: {str(e).splitlines()[0]}") from e
     logging.info("resumed from %s at step %d", mngr.directory, latest)
   else:
     state = jax.jit(init, out_shardings=state_sh)(init_arg)

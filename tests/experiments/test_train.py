@@ -109,6 +109,21 @@ def test_fit_from_given_params_with_step_compiles_once(tmp_path):
   assert max(jax.tree.leaves(gap)) > 1e-4
 
 
+def test_a_checkpoint_of_another_structure_is_refused_clearly(tmp_path):
+  """A workdir written with other parameters (older code, other settings) is not restored
+  into this run's state: a ValueError that names the folder to remove."""
+  model, loss_fn, arrays = _problem()
+  mesh = sharding.make_mesh(devices=jax.devices()[:1])
+  start = jax.device_get(model.init(jax.random.key(3), arrays[0][:1]))
+  common = dict(workdir=str(tmp_path), mesh=mesh, loss_fn=loss_fn, optimizer=optax.sgd(0.1),
+                train_arrays=arrays, batch_size=16, num_steps=2, seed=0, checkpoint_every=2)
+  train.fit(init_params={"model": start, "extra": {"w": np.zeros(3, np.float32)}},
+            **{**common, "loss_fn": lambda p, b, k: loss_fn(p["model"], b, k)})
+  with pytest.raises(ValueError, match="does not match this run's training state.*remove"):
+    train.fit(init_params={"model": start}, **{**common, "loss_fn": lambda p, b, k: loss_fn(
+        p["model"], b, k)})
+
+
 def test_batches_are_deterministic_epoch_permutations():
   a = [train.batch_indices(0, t, 10, 3) for t in range(6)]
   assert all(np.array_equal(x, y) for x, y in zip(a, [train.batch_indices(0, t, 10, 3)
