@@ -345,12 +345,13 @@ def modes_table(res: dict) -> str:
            "|---|---|---|---|---|---|"]
   for v, by in res.items():
     for k in sorted(by, key=int):
-      o, e = np.asarray(by[k]["orders"]), np.asarray(by[k]["err"])
-      se = lambda a: a.std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else 0.0  # noqa: E731
+      o = np.asarray(by[k]["orders"])
+      (b1, b1_se), (top, top_se), (e, e_se) = (ex.mean_se(a) for a in
+                                                (o[:, 0], o.max(1), by[k]["err"]))
       log = channel_log(by[k])
-      lines.append(f"| {v} | {k} | {o[:, 0].mean():.2f} +- {se(o[:, 0]):.2f} | "
-                   f"{o.max(1).mean():.2f} +- {se(o.max(1)):.2f} | {e.mean():.4f} +- {se(e):.4f}"
-                   f" | {log['both_dead']} / {log['one_dead']} of {log['runs']} |")
+      lines.append(f"| {v} | {k} | {b1:.2f} +- {b1_se:.2f} | {top:.2f} +- {top_se:.2f} | "
+                   f"{e:.4f} +- {e_se:.4f} | {log['both_dead']} / {log['one_dead']} of "
+                   f"{log['runs']} |")
   lines += ["", f"Spearman's rho over every run against its level, one-sided permutation p "
             f"(falling); holds at p < {MODES_P_VALUE} over at least {MODES_MIN_LEVELS} levels:", ""]
   for v, by in verd.items():

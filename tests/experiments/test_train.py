@@ -115,13 +115,12 @@ def test_a_checkpoint_of_another_structure_is_refused_clearly(tmp_path):
   model, loss_fn, arrays = _problem()
   mesh = sharding.make_mesh(devices=jax.devices()[:1])
   start = jax.device_get(model.init(jax.random.key(3), arrays[0][:1]))
-  common = dict(workdir=str(tmp_path), mesh=mesh, loss_fn=loss_fn, optimizer=optax.sgd(0.1),
-                train_arrays=arrays, batch_size=16, num_steps=2, seed=0, checkpoint_every=2)
-  train.fit(init_params={"model": start, "extra": {"w": np.zeros(3, np.float32)}},
-            **{**common, "loss_fn": lambda p, b, k: loss_fn(p["model"], b, k)})
+  common = dict(workdir=str(tmp_path), mesh=mesh, optimizer=optax.sgd(0.1), train_arrays=arrays,
+                loss_fn=lambda p, b, k: loss_fn(p["model"], b, k), batch_size=16, num_steps=2,
+                seed=0, checkpoint_every=2)
+  train.fit(init_params={"model": start, "extra": {"w": np.zeros(3, np.float32)}}, **common)
   with pytest.raises(ValueError, match="does not match this run's training state.*remove"):
-    train.fit(init_params={"model": start}, **{**common, "loss_fn": lambda p, b, k: loss_fn(
-        p["model"], b, k)})
+    train.fit(init_params={"model": start}, **common)
 
 
 def test_batches_are_deterministic_epoch_permutations():
