@@ -1,12 +1,14 @@
 """tail_sched experiments: every policy on the Azure traces, swept over gamma and load.
 
 For each trace (``conv``: chat, ``code``: coding assistant) and each preemption mode
-(:data:`MODES`), one compiled call per policy simulates a grid of cells, each cell a
-whole trace replayed at a load factor (arrivals compressed by it), a latency variant and
-a gamma: :func:`simulate_cells`, one JAX while-loop per cell
+(:data:`MODES`), one call per policy simulates a grid of cells, each cell a whole trace
+replayed at a load factor (arrivals compressed by it), a latency variant and a gamma:
+:func:`simulate_cells`, one JAX while-loop per cell
 (``reprojax.algorithms.tail_sched.engine``), the cells spread over the mesh's ``data``
 axis and mapped one after another on each device (a cell's loop trips depend on its
-load, so vmapping cells would run every cell as long as the slowest).
+load, so vmapping cells would run every cell as long as the slowest). The policy, the
+mode and the cells are arguments of one program per trace, and :func:`run` pads every
+call to one cell count, so a run compiles once per trace.
 
 Per cell: P50/P90/P99 (and mean) of time to first token (TTFT), time to last token
 (TTLT) and each request's largest gap between tokens (TBT), SLO attainment (TTLT within
@@ -108,18 +110,18 @@ def _percentiles(x):
   return jnp.concatenate([jnp.percentile(x, jnp.array([50.0, 90.0, 99.0])), x.mean()[None]])
 
 
-def _cell(gamma, load, scale_4, arrival_R, prompt_R, output_R, predicted_R, base,
-          edges_B1, prior_B, modes, *, name, server, capacity, max_iterations, slo_factor,
-          views):
-  """One cell: the trace at ``load``, latencies x ``scale``; summaries, not per-request arrays."""
+def _cell(policy, gamma, load, scale_4, max_iterations, arrival_R, prompt_R, output_R,
+          predicted_R, base, edges_B1, prior_B, modes, *, server, capacity, slo_factor, views):
+  """One cell: the trace at ``load``, latencies x ``scale``; summaries, not per-request arrays.
+
+  ``max_iterations`` 0 is a padding cell: it simulates nothing (its summaries are NaN)."""
   lat = LatencyModel(*(scale_4[i] * c for i, c in enumerate(base)))
   params = engine.PolicyParams(gamma=gamma, sec_per_token=lat.c_iter, quantum=0.25 * scale_4[0],
                                 prefill_weight=jnp.asarray(0.05, gamma.dtype),
-                                hist_edges_B1=edges_B1, hist_prior_B=prior_B)
+                                hist_edges_B1=edges_B1, hist_prior_B=prior_B, policy=policy)
   out = engine.simulate_arrays(
-      arrival_R / load, prompt_R, output_R, predicted_R, params, lat, modes, name=name,
-      server=server, num_levels=8, capacity=capacity, max_iterations=max_iterations,
-      decode_runs=True, views=views)
+      arrival_R / load, prompt_R, output_R, predicted_R, params, lat, modes, max_iterations,
+      server=server, num_levels=8, capacity=capacity, decode_runs=True, views=views)
   stats = {k: _percentiles(v) for k, v in
            (("ttft", out.ttft_R), ("ttlt", out.ttlt_R), ("tbt", out.max_tbt_R))}
   stats["slo"] = jnp.mean(out.ttlt_R <= slo_factor * alone_ttlt(prompt_R, output_R, server, lat))
@@ -132,14 +134,14 @@ def _cell(gamma, load, scale_4, arrival_R, prompt_R, output_R, predicted_R, base
 
 
 @functools.lru_cache(maxsize=None)
-def _grid_program(name: str, server: Server, capacity: int, max_iterations: int,
-                  slo_factor: float, mesh: jax.sharding.Mesh, views: tuple[int, ...]):
-  """One compile per policy, static server limits, capacity, views and mesh (not per mode:
-  the preemption flags are an argument)."""
-  cell = functools.partial(_cell, name=name, server=engine.static_server(server),
-                           capacity=capacity, max_iterations=max_iterations,
+def _grid_program(server: Server, capacity: int, slo_factor: float, mesh: jax.sharding.Mesh,
+                  views: tuple[int, ...]):
+  """One compile per static server limits, capacity, views and mesh: the policy, its
+  parameters, the preemption mode and the iteration limit are arguments. (Trace length
+  and cell count are shapes: :func:`simulate_cells` pads a run's calls to one count.)"""
+  cell = functools.partial(_cell, server=engine.static_server(server), capacity=capacity,
                            slo_factor=slo_factor, views=views)
-  return sharding.vmap_sharded(cell, mesh, in_axes=(0, 0, 0) + (None,) * 8, sequential=True)
+  return sharding.vmap_sharded(cell, mesh, in_axes=(0,) * 5 + (None,) * 8, sequential=True)
 
 
 def alone_ttlt(prompt_R, output_R, server: Server, lat: LatencyModel) -> np.ndarray:
@@ -164,28 +166,56 @@ def simulate_cells(trace: azure_traces.Trace, name: str, server: Server, cells: 
                    capacity: int = 512, max_iterations: int = 5_000_000,
                    slo_factor: float = 5.0, hist_bins: int = 48,
                    mesh: jax.sharding.Mesh | None = None,
-                   views: tuple[int, ...] = engine.VIEWS) -> dict[str, np.ndarray]:
+                   views: tuple[int, ...] = engine.VIEWS, pad_to: int = 0
+                   ) -> dict[str, np.ndarray]:
   """Every cell of ``cells`` under policy ``name`` in one call: summaries, a leading cell axis.
 
   ``views``: the engine's small windows (``engine.simulate``); each costs a compile of
-  the iteration and pays off on long traces."""
-  if name not in POLICIES:
-    raise ValueError(f"name must be one of {POLICIES}, got {name!r}")
+  the iteration and pays off on long traces. ``pad_to``: padding cells (which simulate
+  nothing) bring the call to at least this many cells, so that calls with different
+  counts share one compile; the real cells are spread over the mesh's devices first.
+  """
+  engine.policy_index(name)  # a ValueError naming the policies
   mesh = sharding.make_mesh() if mesh is None else mesh
-  args = _grid_args(trace, server, cells, latency, predicted_R, hist_bins)
-  program = sharding.float64(_grid_program(name, engine.static_server(server), int(capacity),
-                                           int(max_iterations), float(slo_factor), mesh,
-                                           engine.check_views(views)))
-  return jax.device_get(program(*args))  # numpy: run() reads every cell's numbers
+  rows, total = _cell_rows(cells.gamma.size, pad_to, mesh.shape[sharding.DATA])
+  per_cell = _pad_cells(rows, total, engine.policy_index(name), cells, max_iterations)
+  args = per_cell + _grid_args(trace, server, latency, predicted_R, hist_bins)
+  program = sharding.float64(_grid_program(engine.static_server(server), int(capacity),
+                                           float(slo_factor), mesh, engine.check_views(views)))
+  # numpy, the real cells in their order: run() reads every cell's numbers
+  return jax.tree.map(lambda x: np.asarray(x)[rows], jax.device_get(program(*args)))
 
 
-def _grid_args(trace, server, cells, latency, predicted_R, hist_bins):
+def _cell_rows(count: int, pad_to: int, devices: int) -> tuple[np.ndarray, int]:
+  """Where a call's ``count`` real cells go among ``total`` rows (at least ``pad_to``, a
+  multiple of ``devices``): round robin over the devices' blocks of rows, so that each
+  device maps about ``count / devices`` real cells and its padding costs it nothing."""
+  total = -(-max(count, pad_to) // devices) * devices
+  i = np.arange(count)
+  return (i % devices) * (total // devices) + i // devices, total
+
+
+def _pad_cells(rows, total, policy, cells: Cells, max_iterations):
+  """The per-cell arguments of :func:`_cell` over ``total`` rows; rows not in ``rows`` pad."""
+  def place(x, fill):
+    out = np.full((total,) + np.shape(x)[1:], fill, np.asarray(x).dtype)
+    out[rows] = x
+    return out
+  with jax.enable_x64(True):
+    return (jnp.full(total, policy, jnp.int32),
+            jnp.asarray(place(np.asarray(cells.gamma, np.float64), 1.0)),
+            jnp.asarray(place(np.asarray(cells.load, np.float64), 1.0)),
+            jnp.asarray(place(np.asarray(cells.scale_C4, np.float64), 1.0)),
+            jnp.asarray(place(np.full(cells.gamma.size, max_iterations, np.int32), 0)))
+
+
+def _grid_args(trace, server, latency, predicted_R, hist_bins):
+  """The arguments every cell shares: the trace, the latency model, the histogram, the mode."""
   edges, prior = histogram_prior(int(trace.output_tokens_R.max()) + 1, hist_bins)
   with jax.enable_x64(True):
     f64 = functools.partial(jnp.asarray, dtype=jnp.float64)
     pred = trace.output_tokens_R if predicted_R is None else predicted_R
-    return (f64(cells.gamma), f64(cells.load), f64(cells.scale_C4), f64(trace.arrival_s_R),
-            jnp.asarray(trace.prompt_tokens_R, jnp.int32),
+    return (f64(trace.arrival_s_R), jnp.asarray(trace.prompt_tokens_R, jnp.int32),
             jnp.asarray(trace.output_tokens_R, jnp.int32), f64(pred),
             LatencyModel(*(f64(c) for c in latency)), f64(edges), f64(prior),
             engine.modes_of(server))
@@ -215,17 +245,20 @@ def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> shard
                 np.ones((gammas.size, 4)))
   server = make_server(config, CLAIMS_MODE)
   build = lambda mesh: sharding.float64(_grid_program(  # pylint: disable=g-long-lambda
-      "gamma_boost_attained", engine.static_server(server), int(config.capacity["conv"]),
-      int(config.max_iterations), float(config.slo_factor), mesh,
-      engine.check_views(config.views)))
+      engine.static_server(server), int(config.capacity["conv"]), float(config.slo_factor),
+      mesh, engine.check_views(config.views)))
+  per_cell = _pad_cells(np.arange(gammas.size), gammas.size,
+                        engine.policy_index("gamma_boost_attained"), cells,
+                        int(config.max_iterations))
   if key is None:  # the shapes and dtypes of the arguments for an all-ones trace of n
     ones = np.ones(n, np.int32)
-    args = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), _grid_args(
-        azure_traces.Trace(np.cumsum(ones, dtype=np.float64), ones, ones), server, cells,
+    args = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), per_cell + _grid_args(
+        azure_traces.Trace(np.cumsum(ones, dtype=np.float64), ones, ones), server,
         VIDUR_A100_LLAMA2_7B, None, int(config.hist_bins)))
   else:
     trace = azure_traces.synthetic(key, n, 1e4, "conv", max_tokens=64)
-    args = _grid_args(trace, server, cells, VIDUR_A100_LLAMA2_7B, None, int(config.hist_bins))
+    args = per_cell + _grid_args(trace, server, VIDUR_A100_LLAMA2_7B, None,
+                                 int(config.hist_bins))
   return sharding.Step(build, args)
 
 
@@ -272,13 +305,22 @@ def _variant_cells(config, gamma, headline) -> Cells:
   return Cells(np.full(len(vs), gamma), np.full(len(vs), headline), np.asarray(vs))
 
 
+def _most_cells(config) -> int:
+  """The most cells of any one call of :func:`run`: every call is padded to it (one
+  compile per trace's shapes, not one per cell count)."""
+  counts = [_cells_for(config, t, p).gamma.size for t in config.traces for p in config.policies]
+  if set(config.policies) & set(ROBUST_POLICIES):
+    counts.append(len(variants(config.robust_scales)))
+  return max(counts)
+
+
 def _run_cells(metrics, trace, tname, mode, policy, server, predicted, config, mesh, cells):
   """One grid call; its summaries go into ``metrics`` under each cell's key."""
   t0 = time.time()
   res = simulate_cells(trace, policy, server, cells, predicted_R=predicted,
                        capacity=config.capacity[tname], max_iterations=config.max_iterations,
                        slo_factor=config.slo_factor, hist_bins=config.hist_bins, mesh=mesh,
-                       views=tuple(config.views))
+                       views=tuple(config.views), pad_to=_most_cells(config))
   logging.info("%s/%s/%s: %d cells in %.1f s", tname, mode, policy, cells.gamma.size,
                time.time() - t0)
   for i in range(cells.gamma.size):

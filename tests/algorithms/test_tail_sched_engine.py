@@ -28,27 +28,31 @@ def test_hand_schedules():
   np.testing.assert_array_equal(out.preemptions_R, [0, 0])
 
 
-@pytest.mark.parametrize("name,cache_aware,running_first", [
-    ("srpt", False, False), ("gamma_boost_attained", True, False), ("mlfq", False, False),
-    ("srpt", True, True)])
-def test_engine_equals_reference_under_memory_pressure(name, cache_aware, running_first):
+def test_engine_equals_reference_under_memory_pressure():
+  """Each case in one test: the engine compiles once for all of them (the policy and the
+  preemption mode are arguments of its program), also when pytest-xdist splits a file."""
   rng = np.random.default_rng(3)
   n = 150
   arrival = np.sort(rng.uniform(0, 4, n))
   prompt, output = rng.integers(1, 200, n), rng.integers(1, 60, n)
   edges = tuple(np.geomspace(1, 128, 9).tolist())
-  policy = ref.Policy(name, gamma=2.0, hist_edges=edges, hist_prior=(1.0,) * 8)
-  server = ref.Server(16, 256, 40, 16, cache_aware, running_first)
   latency = ref.LatencyModel(0.01, 1e-4, 1e-6, 1e-4)
-  want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
-  got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=n)
-  assert want.preemptions_R.sum() > 0  # the cap binds
-  np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9)
-  np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9)
-  np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9)
-  np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R)
-  assert int(got.iterations) == want.iterations and int(got.peak_blocks) == want.peak_blocks
-  assert int(got.window_full) == 0 and int(got.finished) == n
+  for name, cache_aware, running_first in (
+      ("srpt", False, False), ("gamma_boost_attained", True, False), ("mlfq", False, False),
+      ("srpt", True, True)):
+    case = f"{name}, cache_aware={cache_aware}, running_first={running_first}"
+    policy = ref.Policy(name, gamma=2.0, hist_edges=edges, hist_prior=(1.0,) * 8)
+    server = ref.Server(16, 256, 40, 16, cache_aware, running_first)
+    want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
+    got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=n)
+    assert want.preemptions_R.sum() > 0, case  # the cap binds
+    np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9, err_msg=case)
+    np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9, err_msg=case)
+    np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9, err_msg=case)
+    np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R, err_msg=case)
+    assert int(got.iterations) == want.iterations, case
+    assert int(got.peak_blocks) == want.peak_blocks, case
+    assert int(got.window_full) == 0 and int(got.finished) == n, case
 
 
 def _srpt_mean_response(sizes, probs, lam):
@@ -96,42 +100,44 @@ def test_batch_one_srpt_and_fcfs_match_their_mg1_formulas():
   assert abs(fcfs.ttlt_R.mean() / pk - 1) < 0.1, (fcfs.ttlt_R.mean(), pk)
 
 
-@pytest.mark.parametrize("name", ["fcfs", "gamma_boost_attained"])
-def test_decode_runs_equal_one_iteration_at_a_time(name):
+def test_decode_runs_equal_one_iteration_at_a_time():
   """At light load most iterations are decode steps of the whole window, which the engine
   advances in closed form between events; it still equals the reference request by request
   (a small KV cap makes some runs stop for memory, and Poisson arrivals end the others),
-  and the engine with decode runs off (one loop trip an iteration)."""
+  and the engine with decode runs off (one loop trip an iteration), for FCFS and the
+  prediction-free gamma-Boost (one compile: decode runs on or off is an argument too)."""
   rng = np.random.default_rng(5)
   n = 200
   arrival = np.cumsum(rng.exponential(0.4, n))
   prompt = rng.integers(1, 300, n)
   output = np.minimum(rng.geometric(1 / 40, n), 300)
   edges = tuple(np.geomspace(1, 512, 10).tolist())
-  policy = ref.Policy(name, gamma=0.5, hist_edges=edges, hist_prior=(1.0,) * 9)
   server = ref.Server(32, 512, 48, 16)
   latency = ref.LatencyModel(9e-3, 7e-5, 3e-7, 6e-5)
-  want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
-  got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=64)
-  assert int(got.loop_steps) < want.iterations / 4  # runs of many iterations happened
-  np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9)
-  np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9)
-  np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9)
-  np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R)
-  assert int(got.iterations) == want.iterations and int(got.peak_blocks) == want.peak_blocks
-  assert want.peak_blocks == server.kv_blocks and want.preemptions_R.sum() > 0  # it binds
-  one = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=64,
-                     decode_runs=False)
-  assert int(one.loop_steps) >= want.iterations  # every iteration a trip of its own
-  np.testing.assert_allclose(one.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9)
-  np.testing.assert_array_equal(one.preemptions_R, want.preemptions_R)
+  for name in ("fcfs", "gamma_boost_attained"):
+    policy = ref.Policy(name, gamma=0.5, hist_edges=edges, hist_prior=(1.0,) * 9)
+    want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
+    got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=64)
+    assert int(got.loop_steps) < want.iterations / 4, name  # runs of many iterations happened
+    np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9, err_msg=name)
+    np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9, err_msg=name)
+    np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9, err_msg=name)
+    np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R, err_msg=name)
+    assert int(got.iterations) == want.iterations, name
+    assert int(got.peak_blocks) == want.peak_blocks, name
+    assert want.peak_blocks == server.kv_blocks and want.preemptions_R.sum() > 0, name  # binds
+    one = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=64,
+                       decode_runs=False)
+    assert int(one.loop_steps) >= want.iterations, name  # every iteration a trip of its own
+    np.testing.assert_allclose(one.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9, err_msg=name)
+    np.testing.assert_array_equal(one.preemptions_R, want.preemptions_R, err_msg=name)
 
 
 def test_views_of_the_window_give_the_same_schedule():
   """Trips run on the first 4 or 16 slots while they hold the whole window, on all 48
   otherwise: every branch is taken on a trace of bursts (20 requests within tens of
   milliseconds, every few seconds) under memory pressure, and the outcome equals the
-  reference and the engine without views, request by request."""
+  reference request by request (as the engine without views does: the tests above)."""
   rng = np.random.default_rng(11)
   n = 160
   gaps = np.where(np.arange(n) % 20 == 0, rng.exponential(4.0, n), rng.exponential(0.002, n))
@@ -144,16 +150,14 @@ def test_views_of_the_window_give_the_same_schedule():
   server = ref.Server(16, 256, 60, 16, cache_aware=True)
   latency = ref.LatencyModel(9e-3, 7e-5, 3e-7, 6e-5)
   want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
-  plain = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=48, views=())
   got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=48,
                      views=(16, 4, 64))  # 64 >= the window: dropped
   assert got.view_trips.shape == (3,) and np.all(got.view_trips > 0), got.view_trips
   assert int(got.window_full) == 0 and want.preemptions_R.sum() > 0
-  for a, b in ((got, want), (got, plain)):
-    np.testing.assert_allclose(a.ttft_R, b.ttft_R, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(a.ttlt_R, b.ttlt_R, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(a.max_tbt_R, b.max_tbt_R, rtol=0, atol=1e-9)
-    np.testing.assert_array_equal(a.preemptions_R, b.preemptions_R)
-  assert int(got.iterations) == want.iterations == int(plain.iterations)
+  np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9)
+  np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9)
+  np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9)
+  np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R)
+  assert int(got.iterations) == want.iterations
   with pytest.raises(ValueError, match="views"):
     eng.simulate(arrival, prompt, output, policy, server, latency, capacity=48, views=(0,))

@@ -22,13 +22,15 @@ SERVER = ref.Server(16, 512, 400, 16, cache_aware=True)
 
 def test_grid_cells_equal_one_cell_simulations():
   """Each cell (load, gamma, a scaled constant) is the engine run on the rescaled trace with
-  the scaled constants and sizes in seconds of c_iter; summaries are numpy's percentiles."""
+  the scaled constants and sizes in seconds of c_iter; summaries are numpy's percentiles.
+  Padded to 5 cells (two simulate nothing), the call returns the real three."""
   trace = azure_traces.synthetic(jax.random.key(0), 300, 2.0, "conv", max_tokens=512)
   scale = np.ones((3, 4))
   scale[2, 2] = 2.0  # c_ctx x 2
   cells = ex.Cells(np.array([0.3, 3.0, 0.3]), np.array([0.7, 1.2, 1.0]), scale)
   got = ex.simulate_cells(trace, "gamma_boost_attained", SERVER, cells, capacity=64,
-                          hist_bins=12)
+                          hist_bins=12, pad_to=5)
+  assert got["ttlt"].shape == (3, 4)
   edges, prior = ex.histogram_prior(int(trace.output_tokens_R.max()) + 1, 12)
   for i in range(3):
     lat = ref.LatencyModel(*(s * c for s, c in zip(scale[i], ex.VIDUR_A100_LLAMA2_7B)))
@@ -44,11 +46,23 @@ def test_grid_cells_equal_one_cell_simulations():
     np.testing.assert_allclose(got["slo"][i], np.mean(one.ttlt_R <= 5 * alone))
 
 
-def test_alone_ttlt_is_the_engine_with_one_request():
-  """The SLO's unit: one request alone on the server, prompts longer than the budget included."""
+def test_padding_cells_spread_over_the_devices():
+  """Real cells go round robin over the devices' blocks of rows; padding fills the rest."""
+  rows, total = ex._cell_rows(3, 9, 8)  # pylint: disable=protected-access
+  assert total == 16 and rows.tolist() == [0, 2, 4]  # devices 0, 1, 2: one real cell each
+  rows, total = ex._cell_rows(10, 0, 4)  # pylint: disable=protected-access
+  assert total == 12 and sorted(rows.tolist()) == sorted(set(rows.tolist()))
+  assert np.bincount(rows // 3, minlength=4).tolist() == [3, 3, 2, 2]
+  rows, total = ex._cell_rows(3, 0, 1)  # pylint: disable=protected-access
+  assert total == 3 and rows.tolist() == [0, 1, 2]
+
+
+def test_alone_ttlt_is_the_server_with_one_request():
+  """The SLO's unit: one request alone on the server (the reference's rules, which the
+  engine equals), prompts longer than the budget included."""
   lat = ex.VIDUR_A100_LLAMA2_7B
   for prompt, output in ((1, 1), (700, 9), (1500, 40)):
-    out = eng.simulate([0.0], [prompt], [output], ref.Policy("fcfs"), SERVER, lat, capacity=4)
+    out = ref.simulate_reference([0.0], [prompt], [output], ref.Policy("fcfs"), SERVER, lat)
     np.testing.assert_allclose(out.ttlt_R, ex.alone_ttlt([prompt], [output], SERVER, lat),
                                rtol=1e-12)
 

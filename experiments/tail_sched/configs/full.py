@@ -25,5 +25,4 @@ def get_config():
       "conv": (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9),
       "code": (0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4)})
   c.capacity = ml_collections.ConfigDict({"conv": 512, "code": 1024})
-  c.views = (64, 256)
   return c

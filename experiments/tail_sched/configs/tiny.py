@@ -18,6 +18,7 @@ def get_config():
   c.max_requests = 200
   c.modes = ("cache_aware",)
   c.capacity = ml_collections.ConfigDict({"conv": 128, "code": 128})
+  c.views = ()  # 200 requests: a view would cost more to compile than it saves
   c.gammas = (0.3, 3.0)
   c.loads = ml_collections.ConfigDict({"conv": (0.6, 0.8), "code": (0.8, 1.0)})
   return c
