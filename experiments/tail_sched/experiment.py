@@ -175,10 +175,10 @@ def simulate_cells(trace: azure_traces.Trace, name: str, server: Server, cells: 
   nothing) bring the call to at least this many cells, so that calls with different
   counts share one compile; the real cells are spread over the mesh's devices first.
   """
-  engine.policy_index(name)  # a ValueError naming the policies
+  policy = engine.policy_index(name)  # a ValueError naming the policies
   mesh = sharding.make_mesh() if mesh is None else mesh
   rows, total = _cell_rows(cells.gamma.size, pad_to, mesh.shape[sharding.DATA])
-  per_cell = _pad_cells(rows, total, engine.policy_index(name), cells, max_iterations)
+  per_cell = _pad_cells(rows, total, policy, cells, max_iterations)
   args = per_cell + _grid_args(trace, server, latency, predicted_R, hist_bins)
   program = sharding.float64(_grid_program(engine.static_server(server), int(capacity),
                                            float(slo_factor), mesh, engine.check_views(views)))

@@ -4,9 +4,10 @@
 
 The conversation trace (19,366 requests) and the code trace (8,819), 8 gammas x 9
 loads (72 cells in one call per policy), the six policies under the three preemption
-modes, and the headline load at latency x0.5 and x2. Hardware: 2 CPU cores, about
-an hour (each cell is one whole trace, 0.5-5 s); on an 8-device mesh the cells of a
-call are split over the devices.
+modes, and the headline load at latency x0.5 and x2. Hardware: 2 CPU cores, 15 min
+with ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` (one device a core), about
+twice that on one device (each cell is one whole trace, 0.5-5 s); on an 8-device mesh
+the cells of a call are split over the devices.
 """
 
 import ml_collections
