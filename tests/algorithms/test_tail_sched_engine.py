@@ -9,6 +9,16 @@ from reprojax.algorithms.tail_sched import reference as ref
 UNIT = ref.LatencyModel(c_iter=1.0, c_prefill=0.0, c_ctx=0.0, c_seq=0.0)
 
 
+def _assert_same_schedule(got, want, label=""):
+  """The engine's outcome equals the reference's request by request (times within 1e-9 s)."""
+  for f in ("ttft_R", "ttlt_R", "max_tbt_R"):
+    np.testing.assert_allclose(getattr(got, f), getattr(want, f), rtol=0, atol=1e-9,
+                               err_msg=f"{label} {f}")
+  np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R, err_msg=label)
+  assert int(got.iterations) == want.iterations, label
+  assert int(got.peak_blocks) == want.peak_blocks, label
+
+
 def test_hand_schedules():
   """The two schedules of test_tail_sched_reference.py, worked by hand there."""
   out = eng.simulate([0.0, 0.0, 1.5, 1.5, 10.0], [4, 3, 2, 10, 1], [2, 1, 3, 1, 1],
@@ -46,12 +56,7 @@ def test_engine_equals_reference_under_memory_pressure():
     want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
     got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=n)
     assert want.preemptions_R.sum() > 0, case  # the cap binds
-    np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9, err_msg=case)
-    np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9, err_msg=case)
-    np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9, err_msg=case)
-    np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R, err_msg=case)
-    assert int(got.iterations) == want.iterations, case
-    assert int(got.peak_blocks) == want.peak_blocks, case
+    _assert_same_schedule(got, want, case)
     assert int(got.window_full) == 0 and int(got.finished) == n, case
 
 
@@ -119,12 +124,7 @@ def test_decode_runs_equal_one_iteration_at_a_time():
     want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
     got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=64)
     assert int(got.loop_steps) < want.iterations / 4, name  # runs of many iterations happened
-    np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9, err_msg=name)
-    np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9, err_msg=name)
-    np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9, err_msg=name)
-    np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R, err_msg=name)
-    assert int(got.iterations) == want.iterations, name
-    assert int(got.peak_blocks) == want.peak_blocks, name
+    _assert_same_schedule(got, want, name)
     assert want.peak_blocks == server.kv_blocks and want.preemptions_R.sum() > 0, name  # binds
     one = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=64,
                        decode_runs=False)
@@ -154,10 +154,6 @@ def test_views_of_the_window_give_the_same_schedule():
                      views=(16, 4, 64))  # 64 >= the window: dropped
   assert got.view_trips.shape == (3,) and np.all(got.view_trips > 0), got.view_trips
   assert int(got.window_full) == 0 and want.preemptions_R.sum() > 0
-  np.testing.assert_allclose(got.ttft_R, want.ttft_R, rtol=0, atol=1e-9)
-  np.testing.assert_allclose(got.ttlt_R, want.ttlt_R, rtol=0, atol=1e-9)
-  np.testing.assert_allclose(got.max_tbt_R, want.max_tbt_R, rtol=0, atol=1e-9)
-  np.testing.assert_array_equal(got.preemptions_R, want.preemptions_R)
-  assert int(got.iterations) == want.iterations
+  _assert_same_schedule(got, want, "views")
   with pytest.raises(ValueError, match="views"):
     eng.simulate(arrival, prompt, output, policy, server, latency, capacity=48, views=(0,))
