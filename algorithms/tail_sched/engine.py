@@ -234,23 +234,18 @@ def _iteration(server: Server, num_levels, lat: LatencyModel, p: PolicyParams,
   last_req = jnp.max(jnp.where(admitted_pre & (extra > 0), pos, -1))
   cand_v = valid & (pos > last_req) & (held > 0) & (shortfall > 0)
 
-  def cheapest_first():
-    cost = jnp.where(cand_v, (prefilled + emitted) / jnp.maximum(held, 1), _INF)
+  def victims():
+    # Lowest priority first (the last positions), or, cache-aware, the fewest tokens to
+    # recompute per block freed first, ties to the lowest priority: one sort serves both.
+    recompute = (prefilled + emitted) / jnp.maximum(held, 1)
+    cost = jnp.where(cand_v, jnp.where(modes.cache_aware, recompute, 0.0), _INF)
     v_order = jnp.lexsort((-pos, cost))
     h_sorted = jnp.where(cand_v, held, 0)[v_order]
     before = jnp.cumsum(h_sorted) - h_sorted
     return jnp.zeros(cap, bool).at[v_order].set((before < shortfall) & cand_v[v_order])
 
-  def lowest_first():
-    hv = jnp.where(cand_v, held, 0)
-    below_v = jnp.cumsum(hv[::-1])[::-1] - hv
-    return cand_v & (below_v < shortfall)
-
-  # Victims only in the iterations that preempt (few): conds, not selects.
-  victim = jax.lax.cond(
-      shortfall > 0,
-      lambda: jax.lax.cond(modes.cache_aware, cheapest_first, lowest_first),
-      lambda: jnp.zeros(cap, bool))
+  # Victims only in the iterations that preempt (few): a cond, not a select.
+  victim = jax.lax.cond(shortfall > 0, victims, lambda: jnp.zeros(cap, bool))
   admitted = admitted & ~victim
   chunk = jnp.where(victim, 0, chunk)
   freed = jnp.sum(jnp.where(victim, held, 0))
