@@ -47,6 +47,7 @@ def test_engine_equals_reference_under_memory_pressure():
   prompt, output = rng.integers(1, 200, n), rng.integers(1, 60, n)
   edges = tuple(np.geomspace(1, 128, 9).tolist())
   latency = ref.LatencyModel(0.01, 1e-4, 1e-6, 1e-4)
+  programs = eng._simulate._cache_size()  # pylint: disable=protected-access
   for name, cache_aware, running_first in (
       ("srpt", False, False), ("gamma_boost_attained", True, False), ("mlfq", False, False),
       ("srpt", True, True)):
@@ -58,6 +59,8 @@ def test_engine_equals_reference_under_memory_pressure():
     assert want.preemptions_R.sum() > 0, case  # the cap binds
     _assert_same_schedule(got, want, case)
     assert int(got.window_full) == 0 and int(got.finished) == n, case
+  # three policies in three modes, one program (none if an earlier test compiled these shapes)
+  assert eng._simulate._cache_size() - programs <= 1  # pylint: disable=protected-access
 
 
 def _srpt_mean_response(sizes, probs, lam):
