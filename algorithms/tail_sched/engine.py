@@ -517,8 +517,7 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
   when they hold every request (see the module docstring; the schedule is the same).
   """
   views = check_views(views)
-  if policy.name not in POLICIES:
-    raise ValueError(f"policy.name must be one of {POLICIES}, got {policy.name!r}")
+  index = policy_index(policy.name)  # a ValueError naming the policies
   edges = np.asarray(policy.hist_edges if len(policy.hist_edges) else (0.0, 1.0), np.float64)
   prior = np.asarray(policy.hist_prior if len(policy.hist_prior) else np.zeros(edges.size - 1),
                      np.float64)
@@ -530,7 +529,7 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
                        jnp.float64)
     params = PolicyParams(*(jnp.asarray(v, jnp.float64) for v in (
         policy.gamma, policy.sec_per_token, policy.quantum, policy.prefill_weight)),
-        jnp.asarray(edges), jnp.asarray(prior), jnp.int32(policy_index(policy.name)))
+        jnp.asarray(edges), jnp.asarray(prior), jnp.int32(index))
     res = _simulate(a, pr, out, pred, params,
                     LatencyModel(*(jnp.asarray(v, jnp.float64) for v in latency)),
                     modes_of(server), jnp.int32(max_iterations), jnp.bool_(decode_runs),

@@ -58,7 +58,6 @@ BASELINES = ("fcfs", "srpt", "sjf", "mlfq")
 SWEPT = ("gamma_boost", "gamma_boost_attained")  # swept over gamma
 ROBUST_POLICIES = ("srpt", "gamma_boost_attained")  # also run under latency variants
 CLAIMS_MODE = "cache_aware"  # the paper's setting
-POLICIES = BASELINES + SWEPT
 # Preemption modes: (cache_aware, running_first) of ``Server``.
 MODES = {
     "priority": (False, False),  # victims lowest priority first; waiting requests preempt

@@ -23,7 +23,8 @@ SERVER = ref.Server(16, 512, 400, 16, cache_aware=True)
 def test_grid_cells_equal_one_cell_simulations():
   """Each cell (load, gamma, a scaled constant) is the engine run on the rescaled trace with
   the scaled constants and sizes in seconds of c_iter; summaries are numpy's percentiles.
-  Padded to 5 cells (two simulate nothing), the call returns the real three."""
+  Padded (to at least 5 rows, and a row per device of the tests' 8), the rows that simulate
+  nothing are dropped: the call returns the real three, in order."""
   trace = azure_traces.synthetic(jax.random.key(0), 300, 2.0, "conv", max_tokens=512)
   scale = np.ones((3, 4))
   scale[2, 2] = 2.0  # c_ctx x 2
