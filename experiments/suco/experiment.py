@@ -294,13 +294,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     sharding.check_rows(int(config.sapo_questions) * int(config.group), mesh,
                         "config.sapo_questions x config.group")
   levels = list(config.eval_levels)
-  per: dict[str, list[float]] = {}
 
-  def add(k, v):
-    per.setdefault(k, []).append(float(v))
+  def one_seed(seed: int) -> list[tuple[str, float]]:
+    out: list[tuple[str, float]] = []
 
-  for s in range(int(config.num_seeds)):
-    seed = int(config.seed) + s
+    def add(k, v):
+      out.append((k, float(v)))
+
     rows = base_rows(config, seed)
     base, loss, restored = cached_base(config, cfg, workdir, seed, mesh, rows)
     add("base_loss", loss)
@@ -339,6 +339,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         sel = ev.difficulty_Q == lv
         add(f"{name}_acc_L{lv}", correct[sel].mean())
         add(f"{name}_tokens_L{lv}", think[sel].mean())
+    return out
+
+  per: dict[str, list[float]] = {}
+  seeds = [int(config.seed) + s for s in range(int(config.num_seeds))]
+  for out in common.map_seeds(one_seed, seeds):  # bit for bit the serial loop's
+    for k, v in out:
+      per.setdefault(k, []).append(v)
   m: dict[str, float] = {"num_seeds": float(config.num_seeds), **common.mean_and_se(per)}
   for a, b in (("mft", "base"), ("sapo", "base"), ("sapo", "truncated"), ("mft", "truncated"),
                ("mft", "base_more")):
