@@ -95,12 +95,12 @@ def seed_workers() -> int:
   return 1
 
 
-def map_seeds(fn: Callable[[int], Any], seeds: Sequence[int],
+def map_seeds(fn: Callable[[Any], Any], seeds: Sequence[Any],
               workers: int | None = None) -> list[Any]:
   """``[fn(s) for s in seeds]``, the calls run in ``workers`` threads (default
-  :func:`seed_workers`).
+  :func:`seed_workers`); ``seeds`` may be any independent jobs (a seed and a method, say).
 
-  Each call must depend on its seed alone (explicit keys and generators, no plotting, no
+  Each call must depend on its job alone (explicit keys and generators, no plotting, no
   timing: the other threads share the cores), so the results equal the serial loop's bit for
   bit, whatever the order the threads finish in. The first failure is raised once the calls
   that had started have ended; calls not yet started are cancelled.

@@ -538,58 +538,68 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   params_of_last = {}
   one = int(np.argmin(np.abs(np.asarray(config.strength_grid, np.float64) - 1.0)))  # s x 1
   init_wm = jax.jit(nets.init_watermarker, static_argnums=0)
-  for s in range(int(config.num_seeds)):
+  def one_run(job: tuple[int, str]):
+    """One seed's watermarker of one method, its evaluation and its decoder distillation
+    (and, latent, the generator's): ``(values in order, evaluation curves, parameters)``."""
+    s, method = job
     seed = seed0 + 1 + s
     folder = os.path.join(workdir, f"seed{seed}")
     key = jax.random.key(seed)
     message = distseal.random_messages(jax.random.fold_in(key, 42), 1, int(config.bits))
+    vals: dict[str, float] = {}
+    run_dir = os.path.join(folder, method)
+    init = {**init_wm(method, jax.random.fold_in(key, len(method))), FROZEN: {"ae": ae_params}}
+    wm = _fit(config, mesh, run_dir, init, watermark_loss_fn(cj, method), (train_x, train_z),
+              int(config.wm_steps), lr, seed, with_step=True)
+    del wm[FROZEN]
+    ev = jax.device_get(_eval_program(cj, method)(ae_params, wm, eval_x, eval_z,
+                                                  jax.random.fold_in(key, 1)))
+    for name, v in ev.items():
+      vals[f"{method}_{name}"] = float(v[one])
+    vals[f"{method}_acc_edited"] = float(np.mean([ev[f"acc_{e}"][one] for e, _ in EVAL_EDITS[1:]]))
+    # decoder distillation of this watermarker
+    teacher = _teacher_program(cj, method)
+    target_train = np.asarray(teacher(ae_params, wm, train_z, message))
+    target_eval = np.asarray(teacher(ae_params, wm, eval_z, message))
+    d_dir = os.path.join(folder, f"distill_{method}")
+    rows = np.broadcast_to(np.asarray(message), (train_z.shape[0], int(config.bits)))
+    # only the extractor rides along (the latent and pixel runs share one program)
+    reader = {"extractor": wm["extractor"]}
+    init = {"ae": ae_params, FROZEN: {"watermarker": reader}}
+    student = _fit(config, mesh, d_dir, init, distill_loss_fn(cj),
+                   (train_z, target_train, np.ascontiguousarray(rows)),
+                   int(config.distill_steps), float(config.distill_learning_rate), seed)["ae"]
+    dv = jax.device_get(_distilled_program(cj)(ae_params, student, reader, target_eval, eval_z,
+                                               message, jax.random.fold_in(key, 2)))
+    for name, v in dv.items():
+      vals[f"distill_{method}_{name}"] = float(v)
+    vals[f"distill_{method}_acc_edited"] = float(
+        np.mean([dv[f"acc_{e}"] for e, _ in EVAL_EDITS[1:]]))
+    if use_gen and method == "latent":
+      # generator distillation: fine-tune a copy on the teacher's watermarked latents
+      e = nets.embedder.apply(wm["embedder"], train_z,
+                              jnp.broadcast_to(message, (train_z.shape[0], int(config.bits))))
+      z_w = np.asarray(distseal.embed(train_z, e, final_strength(config, "latent")))
+      z_w = ((z_w.reshape(z_w.shape[0], -1) - mu) / sd).astype(np.float32)
+      tuned = _fit(config, mesh, os.path.join(folder, "generator"), gen_base,
+                   generator_loss_fn(cj), (z_w,), int(config.gen_finetune_steps),
+                   float(config.gen_learning_rate), seed)
+      gv = jax.device_get(_generated_program(cj)(ae_params, gen_base, tuned, wm, mu, sd,
+                                                 message, jax.random.fold_in(key, 3)))
+      for name, v in gv.items():
+        vals[f"generator_{name}"] = float(v)
+      vals["generator_acc_edited"] = float(np.mean([gv[f"acc_{e_}"] for e_, _ in EVAL_EDITS[1:]]))
+    return vals, ev, wm
+
+  # every seed's latent and pixel runs are independent: threads on a one-device CPU run
+  jobs = [(s, method) for s in range(int(config.num_seeds)) for method in METHODS]
+  done = dict(zip(jobs, common.map_seeds(one_run, jobs)))
+  for s in range(int(config.num_seeds)):
     for method in METHODS:
-      run_dir = os.path.join(folder, method)
-      init = {**init_wm(method, jax.random.fold_in(key, len(method))), FROZEN: {"ae": ae_params}}
-      wm = _fit(config, mesh, run_dir, init, watermark_loss_fn(cj, method), (train_x, train_z),
-                int(config.wm_steps), lr, seed, with_step=True)
-      del wm[FROZEN]
-      params_of_last[method] = wm
-      ev = jax.device_get(_eval_program(cj, method)(ae_params, wm, eval_x, eval_z,
-                                                    jax.random.fold_in(key, 1)))
+      vals, ev, params_of_last[method] = done[(s, method)]
       curves[method].append(ev)
-      for name, v in ev.items():
-        per.setdefault(f"{method}_{name}", []).append(float(v[one]))
-      per.setdefault(f"{method}_acc_edited", []).append(
-          float(np.mean([ev[f"acc_{e}"][one] for e, _ in EVAL_EDITS[1:]])))
-      # decoder distillation of this watermarker
-      teacher = _teacher_program(cj, method)
-      target_train = np.asarray(teacher(ae_params, wm, train_z, message))
-      target_eval = np.asarray(teacher(ae_params, wm, eval_z, message))
-      d_dir = os.path.join(folder, f"distill_{method}")
-      rows = np.broadcast_to(np.asarray(message), (train_z.shape[0], int(config.bits)))
-      # only the extractor rides along (the latent and pixel runs share one program)
-      reader = {"extractor": wm["extractor"]}
-      init = {"ae": ae_params, FROZEN: {"watermarker": reader}}
-      student = _fit(config, mesh, d_dir, init, distill_loss_fn(cj),
-                     (train_z, target_train, np.ascontiguousarray(rows)),
-                     int(config.distill_steps), float(config.distill_learning_rate), seed)["ae"]
-      dv = jax.device_get(_distilled_program(cj)(ae_params, student, reader, target_eval, eval_z,
-                                                 message, jax.random.fold_in(key, 2)))
-      for name, v in dv.items():
-        per.setdefault(f"distill_{method}_{name}", []).append(float(v))
-      per.setdefault(f"distill_{method}_acc_edited", []).append(
-          float(np.mean([dv[f"acc_{e}"] for e, _ in EVAL_EDITS[1:]])))
-      if use_gen and method == "latent":
-        # generator distillation: fine-tune a copy on the teacher's watermarked latents
-        e = nets.embedder.apply(wm["embedder"], train_z,
-                                jnp.broadcast_to(message, (train_z.shape[0], int(config.bits))))
-        z_w = np.asarray(distseal.embed(train_z, e, final_strength(config, "latent")))
-        z_w = ((z_w.reshape(z_w.shape[0], -1) - mu) / sd).astype(np.float32)
-        tuned = _fit(config, mesh, os.path.join(folder, "generator"), gen_base,
-                     generator_loss_fn(cj), (z_w,), int(config.gen_finetune_steps),
-                     float(config.gen_learning_rate), seed)
-        gv = jax.device_get(_generated_program(cj)(ae_params, gen_base, tuned, wm, mu, sd,
-                                                   message, jax.random.fold_in(key, 3)))
-        for name, v in gv.items():
-          per.setdefault(f"generator_{name}", []).append(float(v))
-        per.setdefault("generator_acc_edited", []).append(
-            float(np.mean([gv[f"acc_{e_}"] for e_, _ in EVAL_EDITS[1:]])))
+      for name, v in vals.items():
+        per.setdefault(name, []).append(v)
     # matched PSNR: the pixel curve read at the latent watermarker's PSNR (its own strength)
     lat, pix = curves["latent"][-1], curves["pixel"][-1]
     target = float(lat["psnr"][one])
