@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging as pylogging
 import os
+import threading
 import time
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
@@ -70,15 +72,42 @@ def batch_indices(seed: int, step: int, n: int, batch_size: int) -> np.ndarray:
   return perm[i * batch_size:(i + 1) * batch_size]
 
 
+class _OrbaxInfo(pylogging.Filter):
+  """Drops orbax's INFO records (absl's or the standard library's) while any :func:`quiet`
+  block is open, in any thread."""
+
+  def __init__(self):
+    super().__init__()
+    self.open = 0
+    self.lock = threading.Lock()
+
+  def filter(self, record: pylogging.LogRecord) -> bool:
+    return (record.levelno >= pylogging.WARNING
+            or f"{os.sep}orbax{os.sep}" not in record.pathname)
+
+
+_ORBAX_INFO = _OrbaxInfo()
+
+
 @contextlib.contextmanager
 def quiet():
-  """Silences orbax's per-save INFO lines (our own log says what was saved)."""
-  level = logging.get_verbosity()
-  logging.set_verbosity(logging.WARNING)
+  """Silences orbax's per-save INFO lines (our own log says what was saved).
+
+  A filter on absl's handler, on while any block is open: the seeds' threads
+  (:func:`reprojax.experiments.common.map_seeds`) save at once, and a global verbosity saved
+  and restored by each would be left at WARNING by the last to leave.
+  """
+  with _ORBAX_INFO.lock:
+    if _ORBAX_INFO.open == 0:
+      logging.get_absl_handler().addFilter(_ORBAX_INFO)
+    _ORBAX_INFO.open += 1
   try:
     yield
   finally:
-    logging.set_verbosity(level)
+    with _ORBAX_INFO.lock:
+      _ORBAX_INFO.open -= 1
+      if _ORBAX_INFO.open == 0:
+        logging.get_absl_handler().removeFilter(_ORBAX_INFO)
 
 
 # Replica-parallel saving (orbax's default off GPU) has each replica of a replicated array

@@ -6,8 +6,10 @@ photographs, or its digits upsampled; held-out images evaluate):
 1. **Autoencoder** (the generator's given latent autoencoder, shared by every seed):
    :class:`reprojax.models.watermark.AutoEncoder` fitted by pixel MSE
    (:func:`reprojax.experiments.train.fit`, checkpointed under ``<workdir>/autoencoder``).
-2. Per seed (``num_seeds`` one after another, every training a checkpointed
-   ``train.fit`` under ``<workdir>/seed<s>/<run>``: a rerun restores what was trained):
+2. Per seed (``num_seeds``; each seed's latent and pixel runs are independent jobs, run in
+   threads by :func:`reprojax.experiments.common.map_seeds` on a one-device CPU run, the
+   results bit for bit the serial loop's; every training a checkpointed ``train.fit`` under
+   ``<workdir>/seed<s>/<run>``: a rerun restores what was trained):
 
    * **latent watermarker**: embedder ``E`` on latents and extractor ``X`` on pixels,
      ``x_w = D(z + s E(z, m))`` for random messages ``m``, the bit BCE of ``X(A(x_w))``
@@ -591,8 +593,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
       vals["generator_acc_edited"] = float(np.mean([gv[f"acc_{e_}"] for e_, _ in EVAL_EDITS[1:]]))
     return vals, ev, wm
 
-  # every seed's latent and pixel runs are independent: threads on a one-device CPU run
-  jobs = [(s, method) for s in range(int(config.num_seeds)) for method in METHODS]
+  # every seed's latent and pixel runs are independent: threads on a one-device CPU run, the
+  # pixel runs (about 3x the latent ones' time) first, so the threads finish together
+  jobs = [(s, method) for method in sorted(METHODS, key=lambda m_: m_ != "pixel")
+          for s in range(int(config.num_seeds))]
   done = dict(zip(jobs, common.map_seeds(one_run, jobs)))
   for s in range(int(config.num_seeds)):
     for method in METHODS:

@@ -1,5 +1,9 @@
 """The training loop: sharded equals unsharded, deterministic batches, the non-finite guard."""
 
+import logging as pylogging
+import threading
+
+from absl import logging
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -285,3 +289,42 @@ def test_sample_batch_indices_per_replica_seed():
   alone = train.sample_batch_indices([1], [4], 50, 8)
   np.testing.assert_array_equal(alone[0], idx[1])
   assert len(np.unique(idx[0])) == 10  # with replacement, all examples drawn over 400 draws
+
+
+def test_quiet_blocks_overlapping_in_threads_leave_logging_as_it_was():
+  """Two threads' saves overlap (``common.map_seeds``): orbax's INFO stays dropped until the
+  last block closes, our lines and orbax's warnings pass, and nothing is left changed (a
+  global verbosity saved and restored by each block was left at WARNING)."""
+  handler = logging.get_absl_handler()
+  before = (logging.get_verbosity(), list(handler.filters))
+
+  def record(level, path):
+    return pylogging.LogRecord("absl", level, path, 1, "m", None, None)
+
+  orbax_info = record(pylogging.INFO, "/site-packages/orbax/checkpoint/manager.py")
+  orbax_warning = record(pylogging.WARNING, "/site-packages/orbax/checkpoint/manager.py")
+  ours = record(pylogging.INFO, "/reprojax/experiments/metrics.py")
+  a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+  seen = []
+
+  def first():
+    with train.quiet():
+      a_in.set()
+      b_in.wait(5)
+    a_out.set()
+
+  def second():
+    a_in.wait(5)
+    with train.quiet():
+      b_in.set()
+      a_out.wait(5)  # the first block has closed, this one is still open
+      seen.extend(bool(handler.filter(r)) for r in (orbax_info, orbax_warning, ours))
+
+  threads = [threading.Thread(target=f) for f in (first, second)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join(10)
+  assert seen == [False, True, True]
+  assert bool(handler.filter(orbax_info))
+  assert (logging.get_verbosity(), list(handler.filters)) == before
