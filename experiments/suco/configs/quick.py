@@ -2,8 +2,9 @@ r"""SuCo at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.suco.main --config=experiments/suco/configs/quick.py --workdir=/tmp/suco
 
-Hardware and time: 2 CPU cores, about a minute and a half. Three seeds, one after another:
-each trains the suite's small decoder on arithmetic chains of 1 to 4 operations, searches
+Hardware and time: 2 CPU cores, about 80 s (77.8 s on 2026-12-07). Three seeds, in two
+threads on a one-device CPU run (``common.map_seeds``; bit for bit one after another): each
+trains the suite's small decoder on arithmetic chains of 1 to 4 operations, searches
 the minimal sufficient chains, fine-tunes on them (MFT), runs SAPO, and evaluates every
 model on levels 1 to 5 (5 held out).
 """
