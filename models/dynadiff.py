@@ -12,7 +12,7 @@
   0 the ablation without attention (each node then encoded on its own). Nodes carry no
   position embedding: within a layer they are exchangeable, as neurons are.
 * :class:`LatentDenoiser`: the generator's velocity field over the latent node tokens, a
-  small DiT (adaLN-zero blocks) conditioned on the time and on the prompt; the
+  small DiT (the VAE's block with adaLN-zero) conditioned on the time and on the prompt; the
   **prompter** is its MLP over the dynamics features
   (:func:`reprojax.algorithms.dynadiff.dynamics_features`).
 
@@ -24,6 +24,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import flax.linen as nn
@@ -99,18 +100,31 @@ def fno_params(layers: Sequence[Any]) -> dict[str, Any]:
 
 
 class _Block(nn.Module):
-  """Pre-LayerNorm self-attention and feed-forward, the attention update scaled by a gate."""
+  """Pre-LayerNorm self-attention and feed-forward over tokens ``h`` ``(..., N, width)``.
+
+  Unconditioned (the VAE's): learned LayerNorms, the attention update scaled by
+  ``attn_gate`` (0 for the no-attention ablation). With a condition ``c`` ``(B, width)``
+  (the DiT's): adaLN-zero, the LayerNorms without parameters and their shifts and scales
+  and both updates' gates regressed from ``c`` by a zero-initialised layer, so the block
+  starts as the identity.
+  """
 
   width: int
   num_heads: int
 
   @nn.compact
-  def __call__(self, h, attn_gate):
-    a = nn.SelfAttention(self.num_heads, qkv_features=self.width, name="attn")(
-        nn.LayerNorm(name="ln1")(h))
-    h = h + attn_gate * a
-    f = nn.Dense(4 * self.width, name="ff1")(nn.LayerNorm(name="ln2")(h))
-    return h + nn.Dense(self.width, name="ff2")(nn.gelu(f))
+  def __call__(self, h, attn_gate: Any = 1.0, c: jax.Array | None = None):
+    attn = nn.SelfAttention(self.num_heads, qkv_features=self.width, name="attn")
+    ff = lambda x: nn.Dense(self.width, name="ff2")(  # noqa: E731
+        nn.gelu(nn.Dense(4 * self.width, name="ff1")(x)))
+    if c is None:
+      h = h + attn_gate * attn(nn.LayerNorm(name="ln1")(h))
+      return h + ff(nn.LayerNorm(name="ln2")(h))
+    mod = nn.Dense(6 * self.width, kernel_init=nn.initializers.zeros, name="ada")(c)
+    s1, g1, a1, s2, g2, a2 = jnp.split(mod[:, None, :], 6, axis=-1)
+    norm = functools.partial(nn.LayerNorm, use_scale=False, use_bias=False)
+    h = h + attn_gate * a1 * attn(norm(name="ln1")(h) * (1 + g1) + s1)
+    return h + a2 * ff(norm(name="ln2")(h) * (1 + g2) + s2)
 
 
 class WeightGraphVAE(nn.Module):
@@ -190,15 +204,7 @@ class LatentDenoiser(nn.Module):
         nn.gelu(nn.Dense(self.width, name="prompter_0")(cond_BxC)))
     c = nn.silu(c + prompt)
     for i in range(self.num_layers):
-      mod = nn.Dense(6 * self.width, kernel_init=nn.initializers.zeros, name=f"ada_{i}")(c)
-      s1, g1, a1, s2, g2, a2 = jnp.split(mod[:, None, :], 6, axis=-1)
-      x = nn.LayerNorm(use_scale=False, use_bias=False, name=f"ln1_{i}")(h) * (1 + g1) + s1
-      h = h + a1 * nn.SelfAttention(self.num_heads, qkv_features=self.width,
-                                    name=f"attn_{i}")(x)
-      x = nn.LayerNorm(use_scale=False, use_bias=False, name=f"ln2_{i}")(h) * (1 + g2) + s2
-      f = nn.Dense(self.width, name=f"ff2_{i}")(nn.gelu(nn.Dense(4 * self.width,
-                                                                 name=f"ff1_{i}")(x)))
-      h = h + a2 * f
+      h = _Block(self.width, self.num_heads, name=f"block_{i}")(h, c=c)
     s, g = jnp.split(nn.Dense(2 * self.width, kernel_init=nn.initializers.zeros,
                               name="ada_out")(c)[:, None, :], 2, axis=-1)
     h = nn.LayerNorm(use_scale=False, use_bias=False, name="ln_out")(h) * (1 + g) + s

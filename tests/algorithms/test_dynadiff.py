@@ -217,6 +217,29 @@ def test_vae_refuses_another_architectures_weights_and_is_exchangeable_within_a_
   assert out.shape == (4, 2) and np.all(np.isfinite(out))
 
 
+def test_dit_starts_as_the_identity_and_then_reads_time_and_prompt():
+  """The DiT's blocks are the VAE's with adaLN-zero: at initialisation each block returns its
+  input exactly and the velocity is 0; once the zero-initialised layers move, the velocity
+  depends on the time and on the prompt features."""
+  dit = dd_models.LatentDenoiser(num_nodes=5, latent_dim=3, width=8, num_heads=2)
+  z = jax.random.normal(jax.random.key(0), (2, 5, 3))
+  t, cond = jnp.array([0.2, 0.7]), jax.random.normal(jax.random.key(1), (2, 4))
+  params = jax.jit(dit.init)(jax.random.key(2), z, t, cond)
+  apply = jax.jit(dit.apply)
+  np.testing.assert_array_equal(apply(params, z, t, cond), 0.0)
+  block = dd_models._Block(8, 2)  # pylint: disable=protected-access
+  h, c = jax.random.normal(jax.random.key(3), (2, 5, 8)), jnp.ones((2, 8))
+  np.testing.assert_array_equal(block.apply(block.init(jax.random.key(4), h, c=c), h, c=c), h)
+  leaves, tree = jax.tree.flatten(params)
+  keys = jax.random.split(jax.random.key(5), len(leaves))
+  moved = jax.tree.unflatten(tree, [x + 0.1 * jax.random.normal(k, x.shape)
+                                    for x, k in zip(leaves, keys)])
+  v = apply(moved, z, t, cond)
+  assert np.all(np.isfinite(v)) and np.abs(v).max() > 0
+  assert np.abs(apply(moved, z, t[::-1], cond) - v).max() > 1e-4
+  assert np.abs(apply(moved, z, t, cond[::-1]) - v).max() > 1e-4
+
+
 def test_fno_weight_graph_round_trip_and_channel_permutation():
   """The suite's FNO as a weight graph (a node per channel: pointwise and spectral weights
   into it, and its bias): exact round trip through the layers' template, and permuting a
