@@ -2,7 +2,7 @@ r"""SuCo at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.suco.main --config=experiments/suco/configs/quick.py --workdir=/tmp/suco
 
-Hardware and time: 2 CPU cores, about 80 s (77.8 s on 2026-12-07). Three seeds, in two
+Hardware and time: 2 CPU cores, about 75 s (69.8-77.8 s on 2026-12-07). Three seeds, in two
 threads on a one-device CPU run (``common.map_seeds``; bit for bit one after another): each
 trains the suite's small decoder on arithmetic chains of 1 to 4 operations, searches
 the minimal sufficient chains, fine-tunes on them (MFT), runs SAPO, and evaluates every
