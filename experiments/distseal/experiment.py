@@ -540,6 +540,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   params_of_last = {}
   one = int(np.argmin(np.abs(np.asarray(config.strength_grid, np.float64) - 1.0)))  # s x 1
   init_wm = jax.jit(nets.init_watermarker, static_argnums=0)
+
   def one_run(job: tuple[int, str]):
     """One seed's watermarker of one method, its evaluation and its decoder distillation
     (and, latent, the generator's): ``(values in order, evaluation curves, parameters)``."""
