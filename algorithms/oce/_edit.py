@@ -29,6 +29,14 @@ flips the sign of the least singular direction (the maximiser over rotations,
 Kabsch 1976), where the code flips the last column of ``R``
 (``reflection="last_column"``); ``"allow"`` keeps the reflection.
 
+The public code's rule is not well defined when the layer widens (``O > I``): ``M``
+then has an ``(O - I)``-dimensional null space, the SVD's basis of it is the LAPACK
+kernel's arbitrary choice, and whether ``U V^T`` is a reflection depends on that
+basis; so ``"last_column"`` may or may not negate a column, and its ``R W0`` differs
+between CPUs (OpenBLAS's Haswell and Sandybridge kernels give the two answers on the
+same input). ``"kabsch"`` and ``"allow"`` give one ``R W0`` whatever the basis: the
+null-space part of ``R`` never meets ``W0``'s range.
+
 UCE (Gandikota et al., WACV 2024; additive): the least-squares edit
 
     W = argmin erase_scale sum_e ||W k_e - W0 g_e||^2
