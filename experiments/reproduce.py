@@ -8,11 +8,20 @@ Each paper runs in its own process through its launcher (``experiments/<slug>/ma
 on a fresh work folder, so one paper's failure (an exception, a crash, a timeout)
 is recorded as failed in ``results/REPORT.md`` while the others still run. On
 success ``results.json`` and the PNG plots are copied to ``<out>/<slug>/``.
+
+``--jobs`` papers run at a time (default: one per core). XLA's CPU programs at these
+sizes keep about one core busy, so two papers side by side on 2 cores take little
+more than the longer of the two. The longest papers (by their last recorded wall
+time) start first. Each paper's log stays in its own work folder; its
+``results.json`` records ``concurrent_jobs``, and the report says that its wall
+time was taken beside other papers. Metrics do not depend on ``--jobs``.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import glob
+import json
 import os
 import shutil
 import socket
@@ -41,6 +50,9 @@ _PROCESSES = flags.DEFINE_integer(
     "processes", 1, "Run each paper as this many processes on this host, joined by "
     "jax.distributed through a localhost coordinator (a multi-host rehearsal); process 0 "
     "writes results.json.")
+_JOBS = flags.DEFINE_integer(
+    "jobs", None, "Papers run at a time (each as --processes processes); default: the cores "
+    "this process may use, divided by --processes.")
 
 
 def _free_port() -> int:
@@ -58,8 +70,11 @@ def _last_error_line(text: str) -> str:
 
 
 def run_paper(slug: str, scale: str, out: str, workroot: str, timeout_s: int,
-              resume: bool = False, processes: int = 1) -> str | None:
-  """Runs one paper (as ``processes`` local processes); returns None or a one-line error."""
+              resume: bool = False, processes: int = 1, jobs: int = 1) -> str | None:
+  """Runs one paper (as ``processes`` local processes); returns None or a one-line error.
+
+  ``jobs`` is how many papers this run has going at a time; it is written into the
+  copied ``results.json`` as ``concurrent_jobs`` (its wall time was shared)."""
   workdir = os.path.join(workroot, slug)
   if not resume and os.path.exists(workdir):
     shutil.rmtree(workdir)
@@ -110,11 +125,54 @@ def run_paper(slug: str, scale: str, out: str, workroot: str, timeout_s: int,
   # the figures and the tables a run writes beside results.json (frontier.md, accuracy.md)
   for old in glob.glob(os.path.join(dest, "*.png")) + glob.glob(os.path.join(dest, "*.md")):
     os.remove(old)
-  for src in [res_path] + sorted(glob.glob(os.path.join(workdir, "*.png")) +
-                                 glob.glob(os.path.join(workdir, "*.md"))):
+  for src in sorted(glob.glob(os.path.join(workdir, "*.png")) +
+                    glob.glob(os.path.join(workdir, "*.md"))):
     shutil.copy2(src, dest)
+  with open(res_path) as f:
+    res = json.load(f)
+  res["concurrent_jobs"] = int(jobs)
+  results_lib.write_results(os.path.join(dest, "results.json"), res)
   print(f"[reproduce] {slug}: done in {time.time() - t0:.1f} s", flush=True)
   return None
+
+
+def default_jobs(processes: int = 1) -> int:
+  """One paper per core this process may use, each paper's processes counted."""
+  return max(1, len(os.sched_getaffinity(0)) // max(1, processes))
+
+
+def longest_first(slugs, out: str, scale: str) -> list[str]:
+  """``slugs`` ordered by the wall time of their last run at ``scale`` under ``out``
+  (longest first, so that two queues end together); papers never run go first."""
+  def last_wall(slug):
+    try:
+      with open(os.path.join(out, slug, "results.json")) as f:
+        res = json.load(f)
+    except (OSError, ValueError):
+      return float("inf")
+    return float(res.get("wall_s") or 0.0) if res.get("scale") == scale else float("inf")
+  return sorted(slugs, key=lambda s: -last_wall(s))
+
+
+def run_papers(slugs, scale: str, out: str, workroot: str, timeout_s: int, resume: bool,
+               processes: int, jobs: int) -> dict[str, str]:
+  """Runs ``slugs``, ``jobs`` at a time, longest first; returns slug -> error of the failed."""
+  if jobs < 1:
+    raise ValueError(f"--jobs must be >= 1, got {jobs}")
+  order = longest_first(slugs, out, scale) if jobs > 1 else list(slugs)
+  failures = {}
+
+  def one(slug):
+    err = run_paper(slug, scale, out, workroot, timeout_s, resume, processes, jobs)
+    if err is not None:
+      print(f"[reproduce] {slug}: FAILED: {err}", flush=True)
+    return err
+
+  with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+    for slug, err in zip(order, pool.map(one, order)):
+      if err is not None:
+        failures[slug] = err
+  return failures
 
 
 def main(argv) -> None:
@@ -123,14 +181,10 @@ def main(argv) -> None:
       s.strip() for s in _PAPERS.value.split(",") if s.strip())
   for s in slugs:
     registry.config_path(s, _SCALE.value)  # validates the slug early
-  failures = {}
+  jobs = default_jobs(_PROCESSES.value) if _JOBS.value is None else _JOBS.value
   t0 = time.time()
-  for slug in slugs:
-    err = run_paper(slug, _SCALE.value, _OUT.value, _WORK.value, _TIMEOUT.value, _RESUME.value,
-                    _PROCESSES.value)
-    if err is not None:
-      print(f"[reproduce] {slug}: FAILED: {err}", flush=True)
-      failures[slug] = err
+  failures = run_papers(slugs, _SCALE.value, _OUT.value, _WORK.value, _TIMEOUT.value,
+                        _RESUME.value, _PROCESSES.value, jobs)
   report = results_lib.write_report(_OUT.value, failures)
   if _README.value:
     if not results_lib.update_readme(_README.value, _OUT.value, failures):
@@ -142,7 +196,7 @@ def main(argv) -> None:
       if slug not in failures and os.path.isfile(readme) and os.path.isfile(path):
         results_lib.update_paper_readme(readme, path)
   print(f"[reproduce] {len(slugs) - len(failures)}/{len(slugs)} papers ran in "
-        f"{time.time() - t0:.0f} s; report: {report}", flush=True)
+        f"{time.time() - t0:.0f} s, {jobs} at a time; report: {report}", flush=True)
   if failures:
     sys.exit(1)
 

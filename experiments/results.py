@@ -144,8 +144,8 @@ README_END = "<!-- end of results table -->"
 
 
 def _read_all(results_dir: str, failures: Mapping[str, str]):
-  """(rows, claims, walls) over every ``<slug>/results.json`` not in ``failures``."""
-  rows, all_claims, walls = [], [], {}
+  """(rows, claims, walls, jobs) over every ``<slug>/results.json`` not in ``failures``."""
+  rows, all_claims, walls, jobs = [], [], {}, {}
   for slug in sorted(os.listdir(results_dir)) if os.path.isdir(results_dir) else []:
     path = os.path.join(results_dir, slug, "results.json")
     if slug in failures or not os.path.isfile(path):
@@ -153,11 +153,21 @@ def _read_all(results_dir: str, failures: Mapping[str, str]):
     with open(path) as f:
       res = json.load(f)
     walls[slug] = res.get("wall_s")
+    jobs[slug] = int(res.get("concurrent_jobs", 1))
     for c in res.get("claims", []):
       rows.append((slug, res.get("scale", "?"), c.get("kind", "?"), c["statement"], c["paper"],
                    c["ours"], "yes" if c["holds"] else "**no**", res.get("wall_s")))
       all_claims.append(c)
-  return rows, all_claims, walls
+  return rows, all_claims, walls, jobs
+
+
+def concurrency_note(jobs: Mapping[str, int]) -> str:
+  """A sentence saying which wall times were taken beside other papers ('' if none)."""
+  shared = sorted({j for j in jobs.values() if j > 1})
+  if not shared:
+    return ""
+  return (f"Wall times are each paper's own run, taken with {' or '.join(map(str, shared))} "
+          "papers running at a time (`make reproduce --jobs`): a paper alone runs faster.")
 
 
 def results_table(results_dir: str, failures: Mapping[str, str] | None = None) -> str:
@@ -166,7 +176,7 @@ def results_table(results_dir: str, failures: Mapping[str, str] | None = None) -
   The same text is ``REPORT.md``'s body and the README's results section.
   """
   failures = dict(failures or {})
-  rows, all_claims, walls = _read_all(results_dir, failures)
+  rows, all_claims, walls, jobs = _read_all(results_dir, failures)
   lines = [
       f"**{counts_text(count_by_kind(all_claims))}** (over {len(walls)} papers; "
       f"{len(failures)} failed runs). *kind*: `paper` is a statement the paper makes, "
@@ -179,6 +189,8 @@ def results_table(results_dir: str, failures: Mapping[str, str] | None = None) -
   for slug, scale, kind, st, pa, ou, ho, wall in rows:
     lines.append(f"| {slug} | {scale} | {kind} | {_cell(st)} | {_cell(pa)} | {_cell(ou)} | {ho} "
                  f"| {wall} |")
+  if concurrency_note(jobs):
+    lines += ["", concurrency_note(jobs)]
   if failures:
     lines += ["", "Failed runs:", "", "| paper | error |", "|---|---|"]
     for slug, err in sorted(failures.items()):
@@ -225,7 +237,9 @@ def paper_block(results: Mapping[str, Any]) -> str:
   """A paper README's generated claims table (markers included) from its ``results.json``."""
   counts = counts_text(count_by_kind(results["claims"]))
   lines = [PAPER_BEGIN.format(slug=results["paper"]),
-           f"{counts} ({results['scale']} scale, seed {results['seed']}, {results['wall_s']} s).",
+           f"{counts} ({results['scale']} scale, seed {results['seed']}, {results['wall_s']} s"
+           + (", run beside other papers" if results.get("concurrent_jobs", 1) > 1 else "")
+           + ").",
            "",
            "| claim | kind | paper | ours | holds |",
            "|---|---|---|---|---|"]

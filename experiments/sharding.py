@@ -14,6 +14,7 @@ and on several processes once ``jax.distributed`` is initialised.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, Mapping, NamedTuple
 
@@ -117,6 +118,42 @@ def _place(x, sharding: NamedSharding, rows: int | None = None):
   else:  # several processes: each contributes its own devices' slices
     x = global_array(np.asarray(x), sharding)
   return x if impl is None else jax.random.wrap_key_data(x, impl=impl)
+
+
+def put(tree: Any, sharding: NamedSharding) -> Any:
+  """Every leaf of ``tree`` held in full by every process (numpy, Python scalars, arrays on
+  this process's devices) as a global array on ``sharding``; leaves already on ``sharding``,
+  or already spanning processes, are left as they are.
+
+  On one process ``jax.jit`` would move host arguments itself; with several it refuses
+  host data for a sharding whose devices span processes, so each process contributes
+  its own devices' slices (:func:`global_array`).
+  """
+  def one(x):
+    if isinstance(x, jax.Array) and (x.sharding == sharding or not x.is_fully_addressable):
+      return x  # already where it goes, or already global
+    return _place(np.asarray(x), sharding)
+  return jax.tree.map(one, tree)
+
+
+def jit_placed(fn: Callable, in_shardings: tuple, out_shardings: Any, **jit_kwargs) -> Callable:
+  """``jax.jit(fn, in_shardings=..., out_shardings=...)`` that also takes host arguments on a
+  mesh spanning several processes (each placed by :func:`put` on its in-sharding first).
+
+  On one process the jitted function is called as it is (the same transfers as before);
+  ``.lower`` is the jitted function's.
+  """
+  jitted = jax.jit(fn, in_shardings=in_shardings, out_shardings=out_shardings, **jit_kwargs)
+  spanning = any(not s.is_fully_addressable for s in jax.tree.leaves(in_shardings))
+
+  @functools.wraps(fn)
+  def call(*args):
+    if spanning:
+      args = tuple(put(a, s) for a, s in zip(args, in_shardings))
+    return jitted(*args)
+
+  call.lower = jitted.lower
+  return call
 
 
 class Step(NamedTuple):

@@ -795,5 +795,5 @@ def grpo_step(cfg, learning_rate: float, beta: float, clip_eps: float = 0.2,
   if mesh is None:
     return optimizer, jax.jit(update)
   rep, data = sharding.replicated(mesh), sharding.data_sharding(mesh)
-  return optimizer, jax.jit(update, in_shardings=(rep, rep, rep, data, data, data, rep),
-                            out_shardings=(rep, rep, rep))
+  return optimizer, sharding.jit_placed(update, (rep, rep, rep, data, data, data, rep),
+                                        (rep, rep, rep))

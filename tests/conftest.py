@@ -64,3 +64,18 @@ def manual_dataset():
       pytest.skip(line)
 
   return resolve
+
+
+# The longest tests (tens of seconds each: two-process runs, the notebooks' tiny runs, the
+# launcher's subprocesses) go first, so that pytest-xdist's workers end together on short
+# tests instead of one worker finishing a notebook while the others idle.
+_LONG_FIRST = ("tests/experiments/test_multihost.py",
+               "tests/test_notebooks.py::test_notebook_runs_top_to_bottom",
+               "tests/experiments/test_launcher.py")
+
+
+def pytest_collection_modifyitems(config, items):
+  del config
+  rank = lambda item: next((i for i, p in enumerate(_LONG_FIRST)  # noqa: E731
+                            if item.nodeid.startswith(p)), len(_LONG_FIRST))
+  items.sort(key=rank)  # stable: the order within each group is kept

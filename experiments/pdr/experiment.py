@@ -240,7 +240,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
       t0 = time.perf_counter()
       policies["rl_"], summary = rl.train_rl(
           config, policies[""], os.path.join(workdir, f"rl_seed{int(ms)}"), int(ms),
-          cfg=model_config(config), task=sorting_task(config), pad=prompt_pad(config))
+          cfg=model_config(config), task=sorting_task(config), pad=prompt_pad(config),
+          mesh=mesh)
       for k_, v in summary.items():
         metrics[f"{k_}_seed{int(ms)}"] = v
       t_rl += time.perf_counter() - t0

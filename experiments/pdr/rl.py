@@ -33,6 +33,7 @@ import orbax.checkpoint as ocp
 from reprojax.algorithms import pdr
 from reprojax.data import pdr as pdr_data
 from reprojax.experiments import metrics as metrics_lib
+from reprojax.experiments import sharding
 from reprojax.experiments import train
 from reprojax.models import llama
 from reprojax.models import transformer
@@ -81,7 +82,8 @@ def make_step(cfg: llama.LlamaConfig, optimizer, ref_params, *, beta: float, cli
 
 
 def train_rl(config, sft_params, workdir: str, seed: int, *, cfg: llama.LlamaConfig,
-             task: pdr_data.SortingTask, pad: int, stop_after: int | None = None):
+             task: pdr_data.SortingTask, pad: int, stop_after: int | None = None,
+             mesh: jax.sharding.Mesh | None = None):
   """The policy after ``config.rl.steps`` GRPO steps from ``sft_params`` (see the module
   docstring), for the decoder ``cfg`` on ``task`` with prompts left-padded to ``pad``
   tokens. Returns ``(params, {"rl_reward_drafts": ..., "rl_reward_refined": ...})``, the
@@ -93,6 +95,10 @@ def train_rl(config, sft_params, workdir: str, seed: int, *, cfg: llama.LlamaCon
                       clip_eps=float(rc.clip_eps))
   mngr = train.checkpoint_manager(workdir)
   state = RlState(jnp.zeros((), jnp.int32), sft_params, optimizer.init(sft_params))
+  if mesh is not None and jax.process_count() > 1:
+    # orbax saves global arrays only: on several processes the state is replicated over the
+    # mesh (on one, it stays on the default device, where the step has always run it)
+    state = sharding.put(jax.device_get(state), sharding.replicated(mesh))
   if mngr.latest_step() is not None:
     state = mngr.restore(mngr.latest_step(), args=ocp.args.StandardRestore(state))
     logging.info("rl: resumed from %s at step %d", mngr.directory, mngr.latest_step())

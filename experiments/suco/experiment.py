@@ -101,8 +101,7 @@ def _lm_step(cfg, steps: int, lr: float, mesh):
     u, s = opt.update(g, s, p)
     return optax.apply_updates(p, u), s, l
 
-  return opt, jax.jit(step, in_shardings=(rep, rep, data, data, data),
-                      out_shardings=(rep, rep, rep))
+  return opt, sharding.jit_placed(step, (rep, rep, data, data, data), (rep, rep, rep))
 
 
 def train_lm(cfg, params, rows, *, steps: int, batch: int, lr: float, seed: int, mesh):

@@ -287,3 +287,34 @@ def test_missing_real_data_stops_the_paper_in_its_first_seconds(tmp_path, env_fo
   assert took < 30, f"took {took:.0f} s: the data must be read before the simulations"
   assert not (tmp_path / "w" / "results.json").exists()
   print(f"\n{took:.1f} s -> {errors[0][:160]}")
+
+
+def test_reproduce_runs_papers_side_by_side_longest_first(tmp_path, monkeypatch):
+  """--jobs=2: two papers at a time, the longest (by their last wall time) first, the
+  failures gathered; every copied results.json records its concurrency."""
+  out = tmp_path / "out"
+  walls = {"a": 5.0, "b": 50.0, "c": 20.0}
+  for slug, wall in walls.items():
+    (out / slug).mkdir(parents=True)
+    (out / slug / "results.json").write_text(json.dumps({"scale": "quick", "wall_s": wall}))
+  started, running, most = [], [0], [0]
+
+  def fake_run_paper(slug, scale, out_, workroot, timeout_s, resume, processes, jobs):
+    started.append(slug)
+    running[0] += 1
+    most[0] = max(most[0], running[0])
+    time.sleep(0.2)
+    running[0] -= 1
+    return "boom" if slug == "c" else None
+
+  monkeypatch.setattr(reproduce, "run_paper", fake_run_paper)
+  failures = reproduce.run_papers(["a", "b", "c", "new"], "quick", str(out), str(tmp_path),
+                                  60, False, 1, 2)
+  assert failures == {"c": "boom"}
+  assert started[:2] == ["new", "b"] and sorted(started[2:]) == ["a", "c"]  # never run first
+  assert most[0] == 2
+  with pytest.raises(ValueError, match="--jobs"):
+    reproduce.run_papers(["a"], "quick", str(out), str(tmp_path), 60, False, 1, 0)
+  assert reproduce.default_jobs(processes=2) == max(1, len(os.sched_getaffinity(0)) // 2)
+  note = results_lib.concurrency_note({"a": 2, "b": 2})
+  assert "2 papers running at a time" in note and results_lib.concurrency_note({"a": 1}) == ""

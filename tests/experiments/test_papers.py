@@ -4,9 +4,10 @@ For every slug in ``experiments/registry.py``: its configs load; importing its
 launcher starts no JAX backend and leaves matplotlib alone; and its pure
 ``claims(config, metrics)``, fed the metrics of the committed
 ``results/<slug>/results.json``, gives the committed verdicts; its
-``main_step(config, key)`` (a :class:`reprojax.experiments.sharding.Step`) gives
-the same numbers on 8 devices as on 1 at the tiny config's shapes, and lowers
-on 8 devices at the full config's shapes without data.
+``main_step(config, key)`` (a :class:`reprojax.experiments.sharding.Step`) lowers
+on 8 devices at the full config's shapes without data. That the main step gives the
+same numbers on 8 devices as on 1, at the tiny config's shapes, is checked with the
+8 devices split over two processes (``test_multihost.py``).
 """
 
 import importlib
@@ -17,7 +18,6 @@ import sys
 
 import jax
 import ml_collections
-import numpy as np
 import pytest
 
 from reprojax.experiments import registry
@@ -100,19 +100,6 @@ def test_claims_recomputed_from_committed_metrics(slug):
 
 def _experiment(slug):
   return importlib.import_module(f"reprojax.experiments.{slug}.experiment")
-
-
-@pytest.mark.parametrize("slug", registry.PAPERS)
-def test_main_step_on_8_devices_equals_1(slug):
-  """The paper's main sharded computation, at its tiny config's shapes, gives the 1-device answer."""
-  step = _experiment(slug).main_step(_load_config(slug, "tiny"), jax.random.key(0))
-  assert not any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(step.args))
-  one = step.build(sharding.make_mesh(devices=jax.devices()[:1]))(*step.args)
-  eight = step.build(sharding.make_mesh())(*step.args)
-  leaves1, leaves8 = jax.tree.leaves(one), jax.tree.leaves(eight)
-  assert len(leaves1) == len(leaves8) > 0
-  for a, b in zip(leaves1, leaves8):
-    np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=2e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("slug", registry.PAPERS)

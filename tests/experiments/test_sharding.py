@@ -28,8 +28,8 @@ def test_vmap_sharded_equals_plain_vmap(replicas):
   got = sharding.vmap_sharded(_replica, mesh8, in_axes=(0, 0, None))(keys, w, 3.0)
   one = sharding.vmap_sharded(_replica, sharding.make_mesh(devices=jax.devices()[:1]),
                               in_axes=(0, 0, None))(keys, w, 3.0)
-  for tree in (got, one):
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), tree, want)
+  for tree in (got, one):  # sums of 16 tanh in another order: rtol 1e-6 left too little margin
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), tree, want)
   assert got["s"].shape == (replicas,)
 
 
@@ -39,7 +39,7 @@ def test_sequential_replicas_equal_vmap():
   w = jnp.linspace(0.5, 2.0, 5)
   want = jax.jit(jax.vmap(_replica, in_axes=(0, 0, None)))(keys, w, 3.0)
   got = sharding.vmap_sharded(_replica, in_axes=(0, 0, None), sequential=True)(keys, w, 3.0)
-  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), got, want)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), got, want)
 
 
 def test_vmap_sharded_splits_the_replicas_over_devices():
