@@ -74,6 +74,14 @@ SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 CHECKPOINTED: tuple[str, ...] = ("fno", "oce", "pdr", "suco", "team", "distseal", "calm")
 
 
+# The papers whose quick results include wall-clock measurements that a claim reads
+# (oce's time for a hundred concepts, distseal's embedding speed-up, del_no's step overhead,
+# team's CPU tokens per second): `make reproduce` runs them one at a time, never beside
+# another paper, since a run sharing the cores measures the other paper's load (oce's
+# hundred-concept time, a paper claim, flipped to failing when run beside another paper).
+TIMED: tuple[str, ...] = ("oce", "distseal", "del_no", "team")
+
+
 def config_path(slug: str, scale: str) -> str:
   """The config file of ``slug`` at ``scale`` (an absolute path: works from a wheel too)."""
   if slug not in PAPERS:

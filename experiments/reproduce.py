@@ -9,12 +9,13 @@ on a fresh work folder, so one paper's failure (an exception, a crash, a timeout
 is recorded as failed in ``results/REPORT.md`` while the others still run. On
 success ``results.json`` and the PNG plots are copied to ``<out>/<slug>/``.
 
-``--jobs`` papers run at a time (default: one per core). XLA's CPU programs at these
-sizes keep about one core busy, so two papers side by side on 2 cores take little
-more than the longer of the two. The longest papers (by their last recorded wall
-time) start first. Each paper's log stays in its own work folder; its
-``results.json`` records ``concurrent_jobs``, and the report says that its wall
-time was taken beside other papers. Metrics do not depend on ``--jobs``.
+``--jobs`` papers run at a time (default: one per core), the longest (by their last
+recorded wall time) first; then the papers whose claims read a wall-clock time
+(``registry.TIMED``) run one at a time, alone on the machine. Each paper's log stays
+in its own work folder; its ``results.json`` records ``concurrent_jobs`` (1 for a
+paper that ran alone), and the report says which wall times were taken beside other
+papers. Every metric but the timings is the same whatever ``--jobs`` (checked over
+all twenty papers).
 """
 
 from __future__ import annotations
@@ -156,22 +157,31 @@ def longest_first(slugs, out: str, scale: str) -> list[str]:
 
 def run_papers(slugs, scale: str, out: str, workroot: str, timeout_s: int, resume: bool,
                processes: int, jobs: int) -> dict[str, str]:
-  """Runs ``slugs``, ``jobs`` at a time, longest first; returns slug -> error of the failed."""
+  """Runs ``slugs``, ``jobs`` at a time, longest first, then the timed ones alone; returns
+  slug -> error of the failed."""
   if jobs < 1:
     raise ValueError(f"--jobs must be >= 1, got {jobs}")
-  order = longest_first(slugs, out, scale) if jobs > 1 else list(slugs)
+  if jobs == 1:
+    together, alone = [], list(slugs)
+  else:
+    together = longest_first([s for s in slugs if s not in registry.TIMED], out, scale)
+    alone = [s for s in slugs if s in registry.TIMED]
   failures = {}
 
-  def one(slug):
-    err = run_paper(slug, scale, out, workroot, timeout_s, resume, processes, jobs)
+  def one(slug, n):
+    err = run_paper(slug, scale, out, workroot, timeout_s, resume, processes, n)
     if err is not None:
       print(f"[reproduce] {slug}: FAILED: {err}", flush=True)
     return err
 
   with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-    for slug, err in zip(order, pool.map(one, order)):
+    for slug, err in zip(together, pool.map(lambda s: one(s, jobs), together)):
       if err is not None:
         failures[slug] = err
+  for slug in alone:
+    err = one(slug, 1)
+    if err is not None:
+      failures[slug] = err
   return failures
 
 

@@ -290,29 +290,32 @@ def test_missing_real_data_stops_the_paper_in_its_first_seconds(tmp_path, env_fo
 
 
 def test_reproduce_runs_papers_side_by_side_longest_first(tmp_path, monkeypatch):
-  """--jobs=2: two papers at a time, the longest (by their last wall time) first, the
-  failures gathered; every copied results.json records its concurrency."""
+  """--jobs=2: two papers at a time, the longest (by their last wall time) first, then the
+  papers that time themselves alone; the failures gathered."""
   out = tmp_path / "out"
   walls = {"a": 5.0, "b": 50.0, "c": 20.0}
   for slug, wall in walls.items():
     (out / slug).mkdir(parents=True)
     (out / slug / "results.json").write_text(json.dumps({"scale": "quick", "wall_s": wall}))
-  started, running, most = [], [0], [0]
+  started, running, most, alone = [], [0], [0], []
 
   def fake_run_paper(slug, scale, out_, workroot, timeout_s, resume, processes, jobs):
     started.append(slug)
     running[0] += 1
     most[0] = max(most[0], running[0])
+    if slug == "timed":
+      alone.append(running[0] == 1)
     time.sleep(0.2)
     running[0] -= 1
     return "boom" if slug == "c" else None
 
   monkeypatch.setattr(reproduce, "run_paper", fake_run_paper)
-  failures = reproduce.run_papers(["a", "b", "c", "new"], "quick", str(out), str(tmp_path),
-                                  60, False, 1, 2)
+  monkeypatch.setattr(registry, "TIMED", ("timed",))
+  failures = reproduce.run_papers(["a", "timed", "b", "c", "new"], "quick", str(out),
+                                  str(tmp_path), 60, False, 1, 2)
   assert failures == {"c": "boom"}
-  assert started[:2] == ["new", "b"] and sorted(started[2:]) == ["a", "c"]  # never run first
-  assert most[0] == 2
+  assert started[:2] == ["new", "b"] and sorted(started[2:4]) == ["a", "c"]  # never run first
+  assert started[4] == "timed" and alone == [True] and most[0] == 2  # alone, after the others
   with pytest.raises(ValueError, match="--jobs"):
     reproduce.run_papers(["a"], "quick", str(out), str(tmp_path), 60, False, 1, 0)
   assert reproduce.default_jobs(processes=2) == max(1, len(os.sched_getaffinity(0)) // 2)
