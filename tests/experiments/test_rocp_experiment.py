@@ -1,7 +1,7 @@
 """The ROCP experiment's claims, decided from hand-made metrics.
 
 That the vmapped evaluation over random splits gives on 8 devices what it gives
-on one is ``tests/experiments/test_papers.py::test_main_step_on_8_devices_equals_1``
+on one is ``tests/experiments/test_multihost.py`` (8 devices over 2 processes against 1)
 (``experiment.main_step``: the evaluation of one cell of the grid at the quick
 config's shapes).
 """

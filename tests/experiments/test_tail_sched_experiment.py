@@ -2,7 +2,7 @@
 headline-load rule and the claims' verdicts from hand-made metrics.
 
 That the grid gives on 8 devices what it gives on one is
-``tests/experiments/test_papers.py::test_main_step_on_8_devices_equals_1``.
+``tests/experiments/test_multihost.py`` (8 devices over 2 processes against 1).
 """
 
 import itertools
