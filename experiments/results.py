@@ -166,8 +166,10 @@ def concurrency_note(jobs: Mapping[str, int]) -> str:
   shared = sorted({j for j in jobs.values() if j > 1})
   if not shared:
     return ""
+  alone = sorted(slug for slug, j in jobs.items() if j <= 1)
   return (f"Wall times are each paper's own run, taken with {' or '.join(map(str, shared))} "
-          "papers running at a time (`make reproduce --jobs`): a paper alone runs faster.")
+          "papers running at a time (`make reproduce --jobs`; a paper alone runs faster)"
+          + (f", but for {', '.join(alone)}, which ran alone." if alone else "."))
 
 
 def results_table(results_dir: str, failures: Mapping[str, str] | None = None) -> str:

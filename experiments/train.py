@@ -441,9 +441,10 @@ class ReplicaFit(NamedTuple):
 def mid_training_state(opt_state: Any, step: int = 100, second_moment: float = 1e-2) -> Any:
   """``opt_state`` with every Adam state moved to ``step`` and its second moments set.
 
-  For the every-paper 8-devices-equal-1 test (``tests/experiments/test_multihost.py``) (``main_step``): Adam's first step from
-  zero moments is ``lr * sign(g)``, which turns rounding in a near-zero gradient into
-  a jump of ``lr``; a state as if training were under way compares like the rest.
+  For the every-paper test that a ``main_step`` on 8 devices equals 1 device
+  (``tests/experiments/test_multihost.py``): Adam's first step from zero moments is
+  ``lr * sign(g)``, which turns rounding in a near-zero gradient into a jump of ``lr``;
+  a state as if training were under way compares like the rest.
   """
   def move(s):
     if isinstance(s, optax.ScaleByAdamState):

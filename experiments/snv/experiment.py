@@ -510,7 +510,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
       id="frozen_bit_identical",
       statement="frozen parameters stay bit-identical through every later task (Adam)",
       paper="by construction",
-      ours=f"largest change {m['frozen_drift']:g} over {int(m['num_frozen_entries'])} frozen "
+      ours=f"largest change {m['frozen_drift']:g} over {int(m['num_frozen_entries']):,} frozen "
            "entries",
       holds=bool(m["frozen_drift"] == 0.0 and m["num_frozen_entries"] > 0), kind="check"))
   if "rank_correlation" in m:

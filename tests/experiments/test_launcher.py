@@ -319,5 +319,6 @@ def test_reproduce_runs_papers_side_by_side_longest_first(tmp_path, monkeypatch)
   with pytest.raises(ValueError, match="--jobs"):
     reproduce.run_papers(["a"], "quick", str(out), str(tmp_path), 60, False, 1, 0)
   assert reproduce.default_jobs(processes=2) == max(1, len(os.sched_getaffinity(0)) // 2)
-  note = results_lib.concurrency_note({"a": 2, "b": 2})
-  assert "2 papers running at a time" in note and results_lib.concurrency_note({"a": 1}) == ""
+  note = results_lib.concurrency_note({"a": 2, "b": 2, "timed": 1})
+  assert "2 papers running at a time" in note and note.endswith("but for timed, which ran alone.")
+  assert results_lib.concurrency_note({"a": 1}) == ""
