@@ -27,8 +27,94 @@ simulator's self-test, a weaker restatement beside a stricter claim, a bound tha
 holds by construction)."""
 
 
+GRADES = ("strong", "moderate", "weak", "construction")
+"""Evidence grades, strongest first; ``construction``: the verdict could not have come out
+otherwise (see :func:`grade`)."""
+
+
+class Evidence(NamedTuple):
+  """The facts behind a claim's verdict, declared by the claims code beside ``holds``.
+
+  ``seeds``: independent seeds, splits or datasets behind the deciding comparison (1 for
+  one run). ``margin_se``: how far the deciding statistic lies from the claim's threshold,
+  in standard errors over those seeds, on the side of the verdict (>= 0; None when the run
+  gives no standard error). ``exact``: the deciding figure is a closed form, an enumeration
+  or a count with no sampling noise. ``by_construction``: why the verdict could not have
+  come out otherwise ("" if it could). ``after_change``: the commit and the change of
+  protocol, rate or data made after a run where the claim failed ("" if none). ``timing``:
+  the deciding figure is a wall-clock time of one run (graded on repeated runs' spread, not
+  on one run's). ``note``: anything else a reader needs to weigh it (one line).
+  """
+
+  seeds: int = 1
+  margin_se: float | None = None
+  exact: bool = False
+  by_construction: str = ""
+  after_change: str = ""
+  timing: bool = False
+  note: str = ""
+
+  def to_json(self) -> dict[str, Any]:
+    m = self.margin_se
+    out = {"grade": grade(self), "seeds": int(self.seeds),
+           "margin_se": None if m is None or math.isnan(m) else
+           ("inf" if math.isinf(m) else round(float(m), 2)), "exact": bool(self.exact)}
+    for k in ("by_construction", "after_change", "note"):
+      if getattr(self, k):
+        out[k] = getattr(self, k)
+    if self.timing:
+      out["timing"] = True
+    return out
+
+
+def grade(ev: Evidence) -> str:
+  """A verdict's evidence grade, one of :data:`GRADES`, from its declared facts.
+
+  * ``construction``: ``by_construction`` is given (the data plant the method's own term, the
+    measured figure is a formula of a count, a threshold is derived from the method itself).
+  * ``strong``: exact, or at least 3 seeds and a margin of at least 3 standard errors.
+  * ``moderate``: at least 3 seeds and 2 standard errors, or 2 seeds and 3.
+  * ``weak``: anything thinner: one seed, no standard error, a margin inside 2 s.e., a
+    single run's wall-clock time.
+
+  A protocol changed after a failing run (``after_change``) lowers the grade one step
+  (strong to moderate, moderate to weak): the verdict may owe something to the choice.
+  """
+  if ev.seeds < 1:
+    raise ValueError(f"Evidence.seeds must be >= 1, got {ev.seeds}")
+  if ev.margin_se is not None and ev.margin_se < 0:
+    raise ValueError(f"Evidence.margin_se must be >= 0 (on the verdict's side), got "
+                     f"{ev.margin_se}")
+  if ev.by_construction:
+    return "construction"
+  m = -1.0 if ev.margin_se is None or math.isnan(ev.margin_se) else ev.margin_se
+  if ev.exact and not ev.timing:
+    level = 0
+  elif ev.timing:
+    level = 2
+  elif ev.seeds >= 3 and m >= 3:
+    level = 0
+  elif (ev.seeds >= 3 and m >= 2) or (ev.seeds >= 2 and m >= 3):
+    level = 1
+  else:
+    level = 2
+  if ev.after_change:
+    level = min(level + 1, 2)
+  return GRADES[level]
+
+
+def margin_in_se(value: float, threshold: float, se: float) -> float:
+  """``|value - threshold| / se``: the margin :class:`Evidence` wants (inf for se = 0 and a
+  nonzero gap, 0 for no gap)."""
+  gap = abs(float(value) - float(threshold))
+  se = float(se)
+  if se > 0 and math.isfinite(se):
+    return gap / se
+  return math.inf if gap > 0 else 0.0
+
+
 class Claim(NamedTuple):
-  """One claim of a paper, the paper's figure beside ours."""
+  """One claim of a paper, the paper's figure beside ours, and the evidence behind it."""
 
   id: str  # short identifier, e.g. "burgers_l2"
   statement: str  # the paper's claim in one line
@@ -36,10 +122,14 @@ class Claim(NamedTuple):
   ours: str  # our figure, as text
   holds: bool  # computed from the metrics by code
   kind: str  # one of KINDS
+  evidence: Evidence | None = None  # required of paper claims (results_dict checks)
 
   def to_json(self) -> dict[str, Any]:
-    return {"id": self.id, "kind": self.kind, "statement": self.statement, "paper": self.paper,
-            "ours": self.ours, "holds": bool(self.holds)}
+    out = {"id": self.id, "kind": self.kind, "statement": self.statement, "paper": self.paper,
+           "ours": self.ours, "holds": bool(self.holds)}
+    if self.evidence is not None:
+      out["evidence"] = self.evidence.to_json()
+    return out
 
 
 def count_by_kind(claims: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
@@ -51,10 +141,30 @@ def count_by_kind(claims: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, i
   return out
 
 
-def counts_text(counts: Mapping[str, tuple[int, int]]) -> str:
-  """``paper claims: 9 of 25 hold; baselines 4 of 4; checks 6 of 6``."""
+def count_by_grade(claims: Sequence[Mapping[str, Any]], kind: str = "paper") -> dict[str, int]:
+  """grade -> how many of the ``kind`` claims that hold have it (:data:`GRADES` order, then
+  ``ungraded`` for claims without evidence)."""
+  out = {g: 0 for g in GRADES + ("ungraded",)}
+  for c in claims:
+    if c.get("kind") == kind and c["holds"]:
+      out[(c.get("evidence") or {}).get("grade", "ungraded")] += 1
+  return out
+
+
+def grades_text(grades: Mapping[str, int]) -> str:
+  """``5 strong, 9 moderate, 20 weak, 5 by construction`` (ungraded named only if any)."""
+  names = {"construction": "by construction"}
+  return ", ".join(f"{n} {names.get(g, g)}" for g, n in grades.items()
+                   if n or g != "ungraded")
+
+
+def counts_text(counts: Mapping[str, tuple[int, int]],
+                grades: Mapping[str, int] | None = None) -> str:
+  """``paper claims: 9 of 25 hold (3 strong, ...); baselines 4 of 4; checks 6 of 6``: with
+  ``grades`` (:func:`count_by_grade`), the paper claims that hold, by evidence grade."""
   names = {"paper": "paper claims", "baseline": "baselines", "check": "checks"}
-  parts = [f"{names[k]}: {h} of {n} hold" if k == "paper" else f"{names[k]} {h} of {n}"
+  parts = [(f"{names[k]}: {h} of {n} hold" + (f" ({grades_text(grades)})" if grades else ""))
+           if k == "paper" else f"{names[k]} {h} of {n}"
            for k, (h, n) in counts.items() if n or k == "paper"]
   return "; ".join(parts)
 
@@ -144,8 +254,9 @@ README_END = "<!-- end of results table -->"
 
 
 def _read_all(results_dir: str, failures: Mapping[str, str]):
-  """(rows, claims, walls, jobs) over every ``<slug>/results.json`` not in ``failures``."""
-  rows, all_claims, walls, jobs = [], [], {}, {}
+  """(rows, claims, walls, jobs, per_paper) over every ``<slug>/results.json`` not in
+  ``failures``; ``per_paper``: slug -> its claims."""
+  rows, all_claims, walls, jobs, per_paper = [], [], {}, {}, {}
   for slug in sorted(os.listdir(results_dir)) if os.path.isdir(results_dir) else []:
     path = os.path.join(results_dir, slug, "results.json")
     if slug in failures or not os.path.isfile(path):
@@ -154,11 +265,27 @@ def _read_all(results_dir: str, failures: Mapping[str, str]):
       res = json.load(f)
     walls[slug] = res.get("wall_s")
     jobs[slug] = int(res.get("concurrent_jobs", 1))
+    per_paper[slug] = res.get("claims", [])
     for c in res.get("claims", []):
+      grade_ = (c.get("evidence") or {}).get("grade", "")
       rows.append((slug, res.get("scale", "?"), c.get("kind", "?"), c["statement"], c["paper"],
-                   c["ours"], "yes" if c["holds"] else "**no**", res.get("wall_s")))
+                   c["ours"], "yes" if c["holds"] else "**no**", grade_, res.get("wall_s")))
       all_claims.append(c)
-  return rows, all_claims, walls, jobs
+  return rows, all_claims, walls, jobs, per_paper
+
+
+def summary_rows(per_paper: Mapping[str, Sequence[Mapping[str, Any]]],
+                 walls: Mapping[str, Any], link: str) -> list[str]:
+  """The per-paper table: paper claims held of all, the holds by grade, wall time, README
+  (``link`` formats the README's path from ``slug``)."""
+  lines = ["| paper | paper claims held | strong | moderate | weak | by construction "
+           "| wall (s) |", "|---|---|---|---|---|---|---|"]
+  for slug, claims in per_paper.items():
+    h, n = count_by_kind(claims)["paper"]
+    g = count_by_grade(claims)
+    lines.append(f"| [{slug}]({link.format(slug=slug)}) | {h} of {n} | {g['strong']} "
+                 f"| {g['moderate']} | {g['weak']} | {g['construction']} | {walls[slug]} |")
+  return lines
 
 
 def concurrency_note(jobs: Mapping[str, int]) -> str:
@@ -172,25 +299,39 @@ def concurrency_note(jobs: Mapping[str, int]) -> str:
           + (f", but for {', '.join(alone)}, which ran alone." if alone else "."))
 
 
-def results_table(results_dir: str, failures: Mapping[str, str] | None = None) -> str:
-  """The headline (counts by kind) and the table of every claim under ``results_dir``.
+GRADES_DOC = ("*evidence* grades a verdict from the facts its claims code declares "
+              "(`experiments/results.py`, `grade`): `strong` exact, or at least 3 seeds and 3 "
+              "standard errors from the threshold; `moderate` 3 seeds and 2 s.e., or 2 seeds "
+              "and 3; `weak` anything thinner (one seed, no s.e., inside 2 s.e., one run's "
+              "wall-clock time); `construction` could not have come out otherwise; a protocol "
+              "changed after a failing run lowers the grade one step.")
+
+
+def results_table(results_dir: str, failures: Mapping[str, str] | None = None,
+                  link: str = "experiments/{slug}/README.md") -> str:
+  """The headline (counts by kind, paper claims by grade), the per-paper summary and the
+  table of every claim under ``results_dir``; ``link``: a paper README's path from the
+  document's folder.
 
   The same text is ``REPORT.md``'s body and the README's results section.
   """
   failures = dict(failures or {})
-  rows, all_claims, walls, jobs = _read_all(results_dir, failures)
+  rows, all_claims, walls, jobs, per_paper = _read_all(results_dir, failures)
+  counts = count_by_kind(all_claims)
   lines = [
-      f"**{counts_text(count_by_kind(all_claims))}** (over {len(walls)} papers; "
+      f"**{counts_text(counts, count_by_grade(all_claims))}** (over {len(walls)} papers; "
       f"{len(failures)} failed runs). *kind*: `paper` is a statement the paper makes, "
       "measured by us (the headline counts these); `baseline` a published figure of another "
-      "method, reproduced as an anchor; `check` our own consistency check.",
+      "method, reproduced as an anchor; `check` our own consistency check. " + GRADES_DOC,
       "",
-      "| paper | scale | kind | claim | paper's number | ours | holds | wall (s) |",
-      "|---|---|---|---|---|---|---|---|",
+      *summary_rows(per_paper, walls, link),
+      "",
+      "| paper | scale | kind | claim | paper's number | ours | holds | evidence | wall (s) |",
+      "|---|---|---|---|---|---|---|---|---|",
   ]
-  for slug, scale, kind, st, pa, ou, ho, wall in rows:
+  for slug, scale, kind, st, pa, ou, ho, gr, wall in rows:
     lines.append(f"| {slug} | {scale} | {kind} | {_cell(st)} | {_cell(pa)} | {_cell(ou)} | {ho} "
-                 f"| {wall} |")
+                 f"| {gr} | {wall} |")
   if concurrency_note(jobs):
     lines += ["", concurrency_note(jobs)]
   if failures:
@@ -219,7 +360,7 @@ def write_report(results_dir: str, failures: Mapping[str, str] | None = None) ->
       "computed from its metrics. Each paper's README says what a claim that does not",
       "hold at our scale means.",
       "",
-      results_table(results_dir, failures),
+      results_table(results_dir, failures, link="../experiments/{slug}/README.md"),
   ])
   path = os.path.join(results_dir, "REPORT.md")
   atomic_write_text(path, text)
@@ -237,17 +378,20 @@ PAPER_END = "<!-- end of claims table -->"
 
 def paper_block(results: Mapping[str, Any]) -> str:
   """A paper README's generated claims table (markers included) from its ``results.json``."""
-  counts = counts_text(count_by_kind(results["claims"]))
+  counts = counts_text(count_by_kind(results["claims"]), count_by_grade(results["claims"]))
   lines = [PAPER_BEGIN.format(slug=results["paper"]),
            f"{counts} ({results['scale']} scale, seed {results['seed']}, {results['wall_s']} s"
            + (", run beside other papers" if results.get("concurrent_jobs", 1) > 1 else "")
-           + ").",
+           + "). Evidence grades: `experiments/results.py`, `grade`.",
            "",
-           "| claim | kind | paper | ours | holds |",
-           "|---|---|---|---|---|"]
+           "| claim | kind | paper | ours | holds | evidence |",
+           "|---|---|---|---|---|---|"]
   for c in results["claims"]:
+    ev = c.get("evidence") or {}
+    why = ev.get("by_construction") or ev.get("after_change") or ""
     lines.append(f"| `{c['id']}`: {_cell(c['statement'])} | {c['kind']} | {_cell(c['paper'])} | "
-                 f"{_cell(c['ours'])} | {'yes' if c['holds'] else '**no**'} |")
+                 f"{_cell(c['ours'])} | {'yes' if c['holds'] else '**no**'} | "
+                 f"{ev.get('grade', '')}{': ' + _cell(why) if why else ''} |")
   lines.append(PAPER_END)
   return "\n".join(lines)
 
