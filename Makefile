@@ -35,7 +35,7 @@ LINALG_TESTS := tests/algorithms/test_linalg.py tests/algorithms/test_oce.py \
   tests/algorithms/test_rocp_paper_baselines.py tests/algorithms/test_alft.py \
   tests/algorithms/test_comparison_oracle.py tests/algorithms/test_gwcn.py \
   tests/algorithms/test_ising_aggregation.py tests/algorithms/test_dynadiff.py \
-  tests/experiments/test_oce_experiment.py
+  tests/experiments/test_oce_experiment.py tests/experiments/test_comparison_oracle_experiment.py
 KERNELS ?= Haswell Sandybridge
 test-kernels: $(STAMP)
 	for k in $(KERNELS); do echo "OPENBLAS_CORETYPE=$$k"; \

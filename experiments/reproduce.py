@@ -175,7 +175,8 @@ def run_papers(slugs, scale: str, out: str, workroot: str, timeout_s: int, resum
     return err
 
   with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-    for slug, err in zip(together, pool.map(lambda s: one(s, jobs), together)):
+    n = min(jobs, len(together))  # the papers that actually ran side by side
+    for slug, err in zip(together, pool.map(lambda s: one(s, n), together)):
       if err is not None:
         failures[slug] = err
   for slug in alone:

@@ -36,9 +36,12 @@ class Evidence(NamedTuple):
   """The facts behind a claim's verdict, declared by the claims code beside ``holds``.
 
   ``seeds``: independent seeds, splits or datasets behind the deciding comparison (1 for
-  one run). ``margin_se``: how far the deciding statistic lies from the claim's threshold,
-  in standard errors over those seeds, on the side of the verdict (>= 0; None when the run
-  gives no standard error). ``exact``: the deciding figure is a closed form, an enumeration
+  one run). ``margin_se``: how far the deciding statistic lies from the value at which the
+  claim's statement flips (no difference for "A beats B", the number for "at most x"), in
+  standard errors over those seeds, on the side of the verdict (>= 0; None when the run
+  gives no standard error). A rule that also asks for significance ("by more than 2 s.e.")
+  measures a verdict that holds from no difference (a difference of 2.5 s.e. is a margin
+  of 2.5) and one that fails from the rule's threshold (1.5 s.e. is a margin of 0.5). ``exact``: the deciding figure is a closed form, an enumeration
   or a count with no sampling noise. ``by_construction``: why the verdict could not have
   come out otherwise ("" if it could). ``after_change``: the commit and the change of
   protocol, rate or data made after a run where the claim failed ("" if none). ``timing``:
@@ -223,6 +226,9 @@ def results_dict(*, paper: str, scale: str, seed: int, wall_s: float,
                        f"{type(c).__name__}")
     if c.kind not in KINDS:
       raise ValueError(f"claim {c.id!r}: kind must be one of {KINDS}, got {c.kind!r}")
+    if c.kind == "paper" and not isinstance(c.evidence, Evidence):
+      raise ValueError(f"paper claim {c.id!r} must declare its evidence (results.Evidence), "
+                       f"got {c.evidence!r}")
   ids = [c.id for c in claims]
   if len(set(ids)) != len(ids):
     raise ValueError(f"claim ids must be unique, got {ids}")
@@ -300,11 +306,12 @@ def concurrency_note(jobs: Mapping[str, int]) -> str:
 
 
 GRADES_DOC = ("*evidence* grades a verdict from the facts its claims code declares "
-              "(`experiments/results.py`, `grade`): `strong` exact, or at least 3 seeds and 3 "
-              "standard errors from the threshold; `moderate` 3 seeds and 2 s.e., or 2 seeds "
-              "and 3; `weak` anything thinner (one seed, no s.e., inside 2 s.e., one run's "
-              "wall-clock time); `construction` could not have come out otherwise; a protocol "
-              "changed after a failing run lowers the grade one step.")
+              "(`experiments/results.py`, `grade`): `strong` exact, or at least 3 independent "
+              "seeds (trained models, splits, datasets) and 3 standard errors between the "
+              "figure and where the verdict would turn; `moderate` 3 seeds and 2 s.e., or 2 "
+              "seeds and 3; `weak` anything thinner (one seed or one trained model, no s.e., "
+              "inside 2 s.e., one run's wall-clock time); `construction` could not have come "
+              "out otherwise; a protocol changed after a failing run lowers the grade one step.")
 
 
 def results_table(results_dir: str, failures: Mapping[str, str] | None = None,

@@ -486,6 +486,37 @@ def _beats(m, a: str, b: str, suffix: str = "") -> tuple[bool, str]:
   return bool(g > 0 and g > 2 * se), txt
 
 
+def _part(stat: float, threshold: float, se: float, passes: bool, seeds: int,
+          higher_passes: bool = True) -> tuple[bool, float | None]:
+  """One part of a verdict for :class:`results.Evidence`: ``(passes, margin)``, the margin
+  ``stat``'s distance from ``threshold`` in s.e. when ``stat`` lies on the side the part's
+  verdict says (``higher_passes``: above the threshold is the passing side), else 0 (a gap
+  above zero but inside the 2-s.e. rule fails for want of evidence, not by evidence
+  against); None without a standard error (one seed). For the paired "beats" gaps the
+  threshold is zero: the rule's 2 s.e. is not counted as margin (the grade reads 2 and 3
+  s.e. itself)."""
+  if seeds < 2:
+    return passes, None
+  passing_side = stat > threshold if higher_passes else stat < threshold
+  return passes, results.margin_in_se(stat, threshold, se) if passing_side == passes else 0.0
+
+
+def _margin(parts) -> float | None:
+  """A conjunction's margin: the smallest of its parts' when all pass (the part nearest to
+  failing), else the largest of the failing parts' (every one must flip to hold)."""
+  held = all(p for p, _ in parts)
+  ms = [mg for p, mg in parts if held or not p]
+  if any(mg is None for mg in ms):
+    return None
+  return min(ms) if held else max(ms)
+
+
+def _gap_part(m, a: str, b: str, suffix: str, seeds: int) -> tuple[bool, float | None]:
+  """The "beats" rule's part: the paired gap against zero."""
+  g, se = m[f"gap_{a}_vs_{b}{suffix}"], m[f"gap_{a}_vs_{b}{suffix}_se"]
+  return _part(g, 0.0, se, bool(g > 0 and g > 2 * se), seeds)
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            ) -> list[results.Claim]:
   """The claims, from the config and :func:`run`'s metrics alone (pure).
@@ -507,6 +538,10 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
     name a line, so this holds by construction: a guard against a regression);
   * ``gold_roundtrip`` (check): every checked gold formulation, in both styles, parses and
     re-solves to its stored optimum.
+
+  Each paper claim declares its evidence (:class:`results.Evidence`): the seeds, the
+  deciding gap's distance from zero (or from the 2.6% bound) in s.e. (:func:`_part`), and
+  why a verdict reads the planted style gap.
   """
   m = metrics
   hard, easy = max(config.eval_levels), min(config.eval_levels)
@@ -524,7 +559,17 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
             f"{m[f'styled_acc_L{hard}']:.3f} (CALM minus it "
             f"{m[f'gap_calm_vs_styled_L{hard}']:+.3f} +- "
             f"{m[f'gap_calm_vs_styled_L{hard}_se']:.3f})"),
-      holds=holds, kind="paper"))
+      holds=holds, kind="paper",
+      evidence=results.Evidence(
+          seeds=seeds, margin_se=_margin([_gap_part(m, "calm", "direct", f"_L{hard}", seeds)]),
+          by_construction=(
+              "the teacher's style is planted to differ from the base's scaffold (no line "
+              "labels, bin last): direct SFT loses the format and the gap is that planted "
+              "style; gold in the base's own style, unrepaired, does at least as well (CALM "
+              f"minus it "
+              f"{m[f'gap_calm_vs_styled_L{hard}']:+.3f} +- "
+              f"{m[f'gap_calm_vs_styled_L{hard}_se']:.3f})"),
+          note=f"{seeds} seeds share one base model")))
   ge, gse = m[f"gap_direct_vs_base_L{easy}"], m[f"gap_direct_vs_base_L{easy}_se"]
   gh, hse = m[f"gap_direct_vs_base_L{hard}"], m[f"gap_direct_vs_base_L{hard}_se"]
   out.append(results.Claim(
@@ -533,7 +578,16 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       paper="direct fine-tuning improves easier cases while hurting harder ones",
       ours=(f"direct SFT minus base: level {easy} {ge:+.3f} +- {gse:.3f}, level {hard} "
             f"{gh:+.3f} +- {hse:.3f}"),
-      holds=bool(ge > 0 and gh < 0), kind="paper"))
+      holds=bool(ge > 0 and gh < 0), kind="paper",
+      evidence=results.Evidence(
+          seeds=seeds,
+          margin_se=_margin([_part(ge, 0.0, gse, bool(ge > 0), seeds),
+                             _part(gh, 0.0, hse, bool(gh < 0), seeds, higher_passes=False)]),
+          by_construction=(
+              "direct SFT falls at the easy level as at the hard because the planted teacher "
+              "style (no labels, bin last) breaks the base's scaffold (its answers stop "
+              "parsing), not by the paper's easy-versus-hard interference"),
+          note=f"{seeds} seeds share one base model")))
   if int(config.rl_steps) > 0:
     holds, txt = _beats(m, "calm_rl", "calm")
     out.append(results.Claim(
@@ -542,13 +596,22 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
         "CALM-SFT alone",
         ours=(f"mean over levels {txt}; level {hard}: "
               f"{_beats(m, 'calm_rl', 'calm', f'_L{hard}')[1]}; {int(config.rl_steps)} GRPO "
-              "steps"), holds=holds, kind="paper"))
+              "steps"), holds=holds, kind="paper",
+        evidence=results.Evidence(
+            seeds=seeds, margin_se=_margin([_gap_part(m, "calm_rl", "calm", "", seeds)]),
+            note=(f"{int(config.rl_steps)} GRPO steps of {int(config.rl_questions)} x "
+                  f"{int(config.group)}; {seeds} seeds share one base model"))))
     holds, txt = _beats(m, "calm_rl", "direct_rl", f"_L{hard}")
     out.append(results.Claim(
         id="calm_rl_beats_direct_rl", statement="after the same RL, CALM's start beats direct "
         "SFT's on the hard level", paper="CALM yields stronger final RL performance than "
         "direct distillation baselines", ours=f"level {hard}: {txt}", holds=holds,
-        kind="paper"))
+        kind="paper",
+        evidence=results.Evidence(
+            seeds=seeds,
+            margin_se=_margin([_gap_part(m, "calm_rl", "direct_rl", f"_L{hard}", seeds)]),
+            note=(f"direct SFT's start is the planted style's broken model; "
+                  f"{int(config.rl_steps)} GRPO steps; {seeds} seeds share one base model"))))
   frac = m["calm_modified_fraction"]
   out.append(results.Claim(
       id="hints_few_tokens", statement="hints modify under 2.6% of the tokens of the corrected "
@@ -556,7 +619,15 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       ours=(f"{100 * frac:.1f}% of all kept tokens ({100 * m['calm_modified_fraction_hinted']:.1f}"
             f"% of the hinted trajectories'), {m['calm_hints_per_fixed']:.2f} hints per hinted "
             f"trajectory; our trajectories are ~40 tokens, the paper's thousands"),
-      holds=bool(m["calm_kept"] > 0 and frac < 0.026), kind="paper"))
+      holds=bool(m["calm_kept"] > 0 and frac < 0.026), kind="paper",
+      evidence=results.Evidence(
+          seeds=seeds,
+          margin_se=_margin([_part(m["calm_kept"], 0.0, m["calm_kept_se"],
+                                   bool(m["calm_kept"] > 0), seeds),
+                             _part(frac, 0.026, m["calm_modified_fraction_se"],
+                                   bool(frac < 0.026), seeds, higher_passes=False)]),
+          note=("a hint is 2 tokens in attempts of 15-45 (the paper's: thousands): our "
+                "lengths set much of the share"))))
   holds, txt = _beats(m, "calm", "random", f"_L{hard}")
   out.append(results.Claim(
       id="random_position_loses", statement="hints at random positions instead of the first "

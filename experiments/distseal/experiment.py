@@ -671,7 +671,12 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       ours=(f"{m['embed_speedup']:.1f}x (median {m['pixel_embed_s'] * 1e3:.2f} ms pixel vs "
             f"{m['latent_embed_s'] * 1e3:.2f} ms latent for {int(config.timing_batch)} images); "
             f"analytic FLOPs ratio {m['flops_ratio']:.1f}x, threshold {m['flops_ratio'] / 2:.1f}x"),
-      holds=bool(m["embed_speedup"] >= m["flops_ratio"] / 2), kind="paper")]
+      holds=bool(m["embed_speedup"] >= m["flops_ratio"] / 2), kind="paper",
+      evidence=results.Evidence(
+          seeds=1, timing=True,
+          note=(f"one run's median of {int(config.timing_repeats)} interleaved repeats; five "
+                f"committed quick runs read 9.5x-13.1x against this {m['flops_ratio'] / 2:.1f}x "
+                "threshold")))]
   gap, se = m["gap_posthoc_edited"], m["gap_posthoc_edited_se"]
   out.append(results.Claim(
       id="competitive_robustness",
@@ -681,7 +686,10 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       ours=(f"bit accuracy over the edits {m['latent_acc_edited']:.3f} latent vs "
             f"{m['pixel_matched_acc_edited']:.3f} pixel at {m['latent_psnr']:.1f} dB: "
             f"{gap:+.3f} +- {se:.3f} over {n} seeds (threshold -0.05)"),
-      holds=bool(gap >= -0.05), kind="paper"))
+      holds=bool(gap >= -0.05), kind="paper",
+      evidence=results.Evidence(
+          seeds=n, margin_se=results.margin_in_se(gap, -0.05, se),
+          note="a non-inferiority reading: the latent may be up to 0.05 below")))
   tpr = m["distill_latent_tpr_identity"]
   out.append(results.Claim(
       id="decoder_distilled",
@@ -690,7 +698,11 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       ours=(f"TPR {tpr:.3f} at FPR {m['fpr']:g} (no edit; {m['distill_latent_tpr_jpeg']:.3f} "
             f"after JPEG 50), PSNR {m['distill_latent_psnr']:.1f} dB to the plain decode; "
             f"{n} seeds (threshold 0.9)"),
-      holds=bool(tpr >= 0.9), kind="paper"))
+      holds=bool(tpr >= 0.9), kind="paper",
+      evidence=results.Evidence(
+          seeds=n, margin_se=results.margin_in_se(tpr, 0.9, m["distill_latent_tpr_identity_se"]),
+          note=("the last two committed quick runs read 0.48 and 0.23 (same config); the medium "
+                "config (3x the steps) holds at 0.97"))))
   if "generator_tpr_identity" in m:
     gt = m["generator_tpr_identity"]
     out.append(results.Claim(
@@ -704,7 +716,9 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
               f"{m['generator_base_flagged']:.4f}; PSNR {m['generator_psnr_to_base']:.1f} dB "
               f"to the base generator's images from the same noise; {n} seeds (threshold "
               f"0.9)"),
-        holds=bool(gt >= 0.9), kind="paper"))
+        holds=bool(gt >= 0.9), kind="paper",
+        evidence=results.Evidence(
+            seeds=n, margin_se=results.margin_in_se(gt, 0.9, m["generator_tpr_identity_se"]))))
   g, gse = m["gap_distill_edited"], m["gap_distill_edited_se"]
   out.append(results.Claim(
       id="distilled_latent_beats_pixel",
@@ -714,7 +728,11 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       ours=(f"bit accuracy over the edits {m['distill_latent_acc_edited']:.3f} vs "
             f"{m['distill_pixel_acc_edited']:.3f}: {g:+.3f} +- {gse:.3f} over {n} seeds "
             f"(PSNR {m['distill_latent_psnr']:.1f} vs {m['distill_pixel_psnr']:.1f} dB)"),
-      holds=bool(g > 0 and g > 2 * gse), kind="paper"))
+      holds=bool(g > 0 and g > 2 * gse), kind="paper",
+      evidence=results.Evidence(
+          seeds=n, margin_se=results.margin_in_se(g, 2 * gse, gse),
+          note="the last two committed quick runs read +0.018 +- 0.025 and -0.015 +- 0.013 "
+               "(same config); the medium config holds")))
   allowed = max(3 * m["fpr"], 3.0 / m["eval_images"])
   accs = [m["distill_latent_clean_acc"], m["distill_pixel_clean_acc"]]
   flags = [m["distill_latent_clean_flagged"], m["distill_pixel_clean_flagged"]]

@@ -214,15 +214,35 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
 
 def claims(config: ml_collections.ConfigDict,
            metrics: Mapping[str, float]) -> list[results.Claim]:
-  """One claim per run: our test error within ``tolerance`` times the paper's (pure)."""
+  """One claim per run: our test error within ``tolerance`` times the paper's (pure).
+
+  Evidence: one training run per claim (``config.seed``); the s.e. is over its test pairs.
+  """
   out = []
   for name, rc in config.runs.items():
     err, se = metrics[f"{name}_rel_l2"], metrics[f"{name}_rel_l2_se"]
+    threshold = config.tolerance * rc.paper_rel_l2
     out.append(results.Claim(
         id=f"{name}_rel_l2",
         statement=f"FNO relative L2 test error on {rc.pde} ({rc.paper_setting})",
         paper=f"{rc.paper_rel_l2:.4f}",
         ours=(f"{err:.4f} +- {se:.4f} (s={rc.resolution}, {rc.n_train} train, "
               f"{rc.epochs} epochs)"),
-        holds=err <= config.tolerance * rc.paper_rel_l2, kind="paper"))
+        holds=err <= config.tolerance * rc.paper_rel_l2, kind="paper",
+        evidence=results.Evidence(
+            seeds=1, margin_se=results.margin_in_se(err, threshold, se),
+            after_change=_CHANGED_AFTER_FAILING.get(name, ""),
+            note=f"one trained model; the s.e. is over its {rc.n_test} test pairs")))
   return out
+
+
+# Changes of data or training made after a run in which the claim of that id failed
+# (README, "Claims"; they bring the port to the original's law and optimizer).
+_CHANGED_AFTER_FAILING = {
+    "burgers": ("87e9a03: Burgers inputs drawn with the released law's zero mean, after "
+                "failing runs (quick 0.1322, paper budget 0.0463; the latter now holds at "
+                "0.0074); e1cd9ca, 5710e5c: the original's weight decay and init, after quick "
+                "0.139"),
+    "darcy": ("e1cd9ca, 5710e5c: the original's weight decay and pointwise init, after a "
+              "failing quick run (0.0248; 0.0322 since)"),
+}

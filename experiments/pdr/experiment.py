@@ -309,6 +309,24 @@ def _sig(m, a: str, b: str) -> tuple[bool, str]:
   return bool(g > 0 and g > 2 * se), f"{m[f'{a}_acc']:.3f} vs {m[f'{b}_acc']:.3f}: {g:+.3f} +- {se:.3f}"
 
 
+def _evidence(m, config, a: str, b: str, note: str = "") -> results.Evidence:
+  """The facts behind ``_sig(m, a, b)``'s verdict: the trained decoders, and the paired gap's
+  distance from zero in s.e. on the verdict's side (0 for a gap above zero but inside 2
+  s.e., which fails for want of evidence, not by evidence against; the rule's 2 s.e. is
+  not counted as margin: the grade reads 2 and 3 s.e. itself); None with one replicate."""
+  g, se = m[f"gap_{a}_vs_{b}"], m[f"gap_{a}_vs_{b}_se"]
+  reps = int(m["replicates"])
+  holds = _sig(m, a, b)[0]
+  margin = (None if reps < 2 else results.margin_in_se(g, 0.0, se) if (g > 0) == holds
+            else 0.0)
+  models = len(config.model_seeds)
+  return results.Evidence(  # independent: the trained decoders (evaluation seeds reuse one)
+      seeds=models, margin_se=margin,
+      note=(f"{reps} replicates: {len(config.eval_seeds)} evaluation seeds (fresh questions) "
+            f"x {models} trained decoder{'s' if models > 1 else ''}"
+            + (f"; {note}" if note else "")))
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            ) -> list[results.Claim]:
   """The claims, from the config and :func:`run`'s metrics alone (pure).
@@ -322,7 +340,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   consistent with PDR beats PDR before it, at the same budget and on the same questions.
   Best-of-N at PDR's total draft count is reported beside them (the metrics
   ``gap_<pdr>_vs_bon_<rounds>``, ``frontier.md``), not as a claim: the paper gives no
-  figure for it and it is no check of ours.
+  figure for it and it is no check of ours. Each paper claim declares its evidence
+  (:func:`_evidence`).
   """
   m = metrics
   r = int(config.rounds)
@@ -336,18 +355,22 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       paper="SR beats long chain-of-thought at matched sequential budget (AIME 2024/2025)",
       ours=(f"{txt} over {reps} replicates; SR's second draft is right after {m['sr_fix_rate']:.0%} "
             f"of wrong first drafts and {m['sr_keep_rate']:.0%} of right ones"),
-      holds=holds, kind="paper"))
+      holds=holds, kind="paper", evidence=_evidence(m, config, f"sr_{r}", f"long_{r}")))
   holds, txt = _sig(m, head, f"long_{r}")
   out.append(results.Claim(
       id="pdr_beats_long", statement=f"at matched sequential budget PDR ({config.headline_mode}, "
       f"width {int(config.width)}) beats the single long pass",
       paper="PDR +11% on AIME 2024 and +9% on AIME 2025 over long chain-of-thought",
-      ours=f"{txt} over {reps} replicates", holds=holds, kind="paper"))
+      ours=f"{txt} over {reps} replicates", holds=holds, kind="paper",
+      evidence=_evidence(m, config, head, f"long_{r}")))
   holds, txt = _sig(m, head, f"sr_{r}")
   out.append(results.Claim(
       id="pdr_beats_sr", statement="at matched sequential budget PDR beats SR (PDR the most)",
       paper="PDR gives the largest gains of the three", ours=f"{txt} over {reps} replicates",
-      holds=holds, kind="paper"))
+      holds=holds, kind="paper",
+      evidence=_evidence(m, config, head, f"sr_{r}",
+                         note=(f"PDR writes {int(config.width) * (r - 1) + 1} drafts to SR's "
+                               f"{r} (matched sequential, not total, budget)"))))
   holds, txt = _sig(m, head, f"shuffled_{r}")
   out.append(results.Claim(
       id="shuffled_control_loses_gain", statement="PDR refined on another question's drafts "
@@ -362,7 +385,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
         ours=(f"PDR {txt}; SR {m[f'rl_sr_{r}_acc']:.3f} vs {m[f'sr_{r}_acc']:.3f}; long pass "
               f"{m[f'rl_long_{r}_acc']:.3f} vs {m[f'long_{r}_acc']:.3f}; one sampled draft "
               f"{m['rl_long_1_acc']:.3f} vs {m['long_1_acc']:.3f}"),
-        holds=holds, kind="paper"))
+        holds=holds, kind="paper", evidence=_evidence(m, config, f"rl_{head}", head)))
   out.append(results.Claim(
       id="workspace_bounded", statement="no workspace exceeds its bound",
       paper="(our check of the orchestration)",

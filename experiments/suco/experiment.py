@@ -369,6 +369,50 @@ def _acc_ok(m, a, b, suffix=""):
   return g >= -2 * se - 1e-9, g, se
 
 
+def _part(stat: float, threshold: float, se: float, passes: bool, seeds: int,
+          higher_passes: bool = True) -> tuple[bool, float | None]:
+  """One part of a verdict for :class:`results.Evidence`: ``(passes, margin)``, the margin
+  ``stat``'s distance from ``threshold`` in s.e. when ``stat`` lies on the side the part's
+  verdict says (``higher_passes``: above the threshold is the passing side), else 0; None
+  without a standard error (one seed). For the paired accuracy gaps the threshold is zero,
+  equal accuracy: the rule's 2-s.e. allowance is not counted as margin, so an accuracy
+  "not below by more than 2 s.e." that holds with a gap under 2 s.e. grades weak."""
+  if seeds < 2:
+    return passes, None
+  passing_side = stat > threshold if higher_passes else stat < threshold
+  return passes, results.margin_in_se(stat, threshold, se) if passing_side == passes else 0.0
+
+
+def _margin(parts) -> float | None:
+  """A conjunction's margin: the smallest of its parts' when all pass (the part nearest to
+  failing), else the largest of the failing parts' (every one must flip to hold)."""
+  held = all(p for p, _ in parts)
+  ms = [mg for p, mg in parts if held or not p]
+  if any(mg is None for mg in ms):
+    return None
+  return min(ms) if held else max(ms)
+
+
+def _ratio_se(m, a: str, suffix: str, ratio: float) -> float:
+  """The s.e. of ``a_tokens - ratio * base_tokens`` over the seeds, exact from the two
+  means' s.e. and their paired gap's (``var(a - r b) = (1 - r) var a + (r^2 - r) var b +
+  r var(a - b)``, every term over the same seeds)."""
+  va = m[f"{a}_tokens{suffix}_se"] ** 2
+  vb = m[f"base_tokens{suffix}_se"] ** 2
+  vab = m[f"gap_tokens_{a}_vs_base{suffix}_se"] ** 2
+  return float(np.sqrt(max(0.0, (1 - ratio) * va + (ratio ** 2 - ratio) * vb + ratio * vab)))
+
+
+def _shorten_parts(m, a: str, suffix: str, ratio: float, seeds: int):
+  """The two parts of "shorter at equal accuracy": the accuracy gap against zero and the
+  thinking tokens against ``ratio`` times the base's."""
+  ok, g, se = _acc_ok(m, a, "base", suffix)
+  t, bound = m[f"{a}_tokens{suffix}"], ratio * m[f"base_tokens{suffix}"]
+  return [_part(g, 0.0, se, bool(ok), seeds),
+          _part(t, bound, _ratio_se(m, a, suffix, ratio), bool(t <= bound), seeds,
+                higher_passes=False)]
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            ) -> list[results.Claim]:
   """The claims, from the config and :func:`run`'s metrics alone (pure).
@@ -381,11 +425,19 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   level, for MFT and SAPO;
   ``beats_truncation`` (paper): at the truncated base's budget (MFT's mean length) SAPO's
   accuracy is above the truncated base's by more than 2 s.e.
+
+  Each claim declares its evidence (:class:`results.Evidence`): the seeds, the margin of
+  its part nearest to deciding the other way (:func:`_part`, :func:`_margin`), and why
+  ``msc_grows`` holds by construction.
   """
   m = metrics
   out = []
+  seeds = int(m["num_seeds"])
   lv = list(config.train_levels)
   steps = [m[f"msc_steps_L{x}"] for x in lv]
+  steps_se = [m[f"msc_steps_L{x}_se"] for x in lv]
+  grows = [_part(b - a, 0.0, float(np.hypot(sa, sb)), bool(b - a > 0), seeds)
+           for a, b, sa, sb in zip(steps, steps[1:], steps_se, steps_se[1:])]
   agree = [m[f"msc_agree_L{x}"] for x in lv]
   out.append(results.Claim(
       id="msc_grows", statement="the minimal sufficient chain found by forced answering grows "
@@ -394,7 +446,15 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
             + "; agreement with the planted length " + ", ".join(
                 f"L{x}: {a:.2f}" for x, a in zip(lv, agree))
             + f"; {int(m['num_seeds'])} seeds"),
-      holds=bool(np.all(np.diff(steps) > 0)), kind="paper"))
+      holds=bool(np.all(np.diff(steps) > 0)), kind="paper",
+      evidence=results.Evidence(
+          seeds=seeds, margin_se=_margin(grows),
+          by_construction=(
+              "the task plants it: a level-L chain's answer is fixed after its first L steps "
+              "(of 2L + 1), a question never cleared falls back to all 2L + 1, and the "
+              f"threshold itself rises with the level ({float(config.tau_lo):g} to "
+              f"{float(config.tau_hi):g})"),
+          note="margin: adjacent levels' difference over their unpaired s.e.")))
   ratio = float(config.shorten_ratio)
   for a in ("mft", "sapo"):
     ok, g, se = _acc_ok(m, a, "base")
@@ -407,14 +467,21 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
               f"{ratio:g}x); accuracy {m['base_acc']:.3f} -> {m[f'{a}_acc']:.3f} "
               f"({g:+.3f} +- {se:.3f}); the base trained as many more steps on its own "
               f"rows: {m['base_more_acc']:.3f} at {m['base_more_tokens']:.1f} tokens"),
-        holds=bool(ok and short), kind="paper"))
+        holds=bool(ok and short), kind="paper",
+        evidence=results.Evidence(
+            seeds=seeds, margin_se=_margin(_shorten_parts(m, a, "", ratio, seeds)),
+            note=(f"equal accuracy by the 2-s.e. rule at s.e. {se:.3g}: a drop of "
+                  f"{2 * se:.3g} would pass; the base trained as many more steps reaches "
+                  f"{m['base_more_acc']:.3f}"))))
   held = [x for x in config.eval_levels if x not in lv]
   if held:
-    parts, ok_all = [], True
+    parts, ok_all, held_parts = [], True, []
+    held_accs = [m[f"{a}_acc_L{x}"] for x in held for a in ("base", "mft", "sapo")]
     for x in held:
       for a in ("mft", "sapo"):
         ok, g, se = _acc_ok(m, a, "base", f"_L{x}")
         ok_all = ok_all and ok and m[f"{a}_tokens_L{x}"] <= ratio * m[f"base_tokens_L{x}"]
+        held_parts += _shorten_parts(m, a, f"_L{x}", ratio, seeds)
         parts.append(f"L{x} {a}: {m[f'{a}_acc_L{x}']:.3f} vs base {m[f'base_acc_L{x}']:.3f} "
                      f"({g:+.3f} +- {se:.3f}), tokens {m[f'{a}_tokens_L{x}']:.1f} vs "
                      f"{m[f'base_tokens_L{x}']:.1f}")
@@ -422,7 +489,12 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
         id="heldout_holds", statement="on harder held-out levels too, thinking tokens fall "
         "substantially at equal or better accuracy", paper="improvements across difficulty "
         "levels", ours="; ".join(parts) + f" (chance {1 / int(config.modulus):.2f})",
-        holds=bool(ok_all), kind="paper"))
+        holds=bool(ok_all), kind="paper",
+        evidence=results.Evidence(
+            seeds=seeds, margin_se=_margin(held_parts),
+            note=(f"accuracy {min(held_accs):.2f}-{max(held_accs):.2f} held out against chance "
+                  f"{1 / int(config.modulus):.2f}; the token cut joined the claim after a "
+                  "first run where accuracy alone held vacuously"))))
   g, se = m["gap_acc_sapo_vs_truncated"], m["gap_acc_sapo_vs_truncated_se"]
   out.append(results.Claim(
       id="beats_truncation", statement="at the same mean length SAPO beats a fixed thinking "
@@ -430,7 +502,13 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       ours=(f"budget {m['truncation_budget']:.1f} tokens (MFT's mean): truncated base "
             f"{m['truncated_acc']:.3f} at {m['truncated_tokens']:.1f} tokens, SAPO "
             f"{m['sapo_acc']:.3f} at {m['sapo_tokens']:.1f} ({g:+.3f} +- {se:.3f})"),
-      holds=bool(g > 2 * se), kind="paper"))
+      holds=bool(g > 2 * se), kind="paper",
+      evidence=results.Evidence(
+          seeds=seeds, margin_se=_margin([_part(g, 0.0, se, bool(g > 2 * se), seeds)]),
+          note=(f"the truncated model is the base without MFT's {int(config.mft_steps)} more "
+                f"steps (trained as many more: {m['base_more_acc']:.3f} untruncated), so part "
+                f"of the gap is training; its one budget ({m['truncation_budget']:.1f} tokens) "
+                f"is under the {2 * max(lv)} tokens of the hardest level's planted prefix"))))
   return out
 
 

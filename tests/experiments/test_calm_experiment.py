@@ -71,7 +71,7 @@ def _metrics(gap=0.1, se=0.02, frac=0.02, copies=0.0):
   m = {"num_seeds": 3.0, "sft_tokens": 3000.0, "calm_modified_fraction": frac,
        "calm_modified_fraction_hinted": 2 * frac, "calm_hints_per_fixed": 1.5,
        "calm_kept": 0.5, "random_kept": 0.4, "draft_acc": 0.3, "calm_hint_copies": copies,
-       "roundtrip_ok": 1.0}
+       "roundtrip_ok": 1.0, "calm_kept_se": 0.05, "calm_modified_fraction_se": 0.002}
   for name in experiment.METHODS:
     m[f"{name}_acc"] = 0.5
     for lv in (1, 2, 3):
@@ -90,12 +90,23 @@ def test_claims_on_hand_made_metrics():
   config = registry.load_config("calm", "quick")
   c = {x.id: x for x in experiment.claims(config, _metrics())}
   assert all(x.holds for x in c.values()), [x.id for x in c.values() if not x.holds]
+  assert all(x.evidence is not None for x in c.values() if x.kind == "paper")
+  # the gap against zero in s.e. (0.1 / 0.02); the planted style gap is said
+  assert c["rl_adds"].evidence.margin_se == pytest.approx(5.0)
+  assert c["rl_adds"].evidence.seeds == 3
+  assert c["calm_beats_direct_sft_hard"].evidence.by_construction
+  # a conjunction that holds: its part nearest to failing (the 2.6% bound, 3 s.e. away)
+  assert c["hints_few_tokens"].evidence.margin_se == pytest.approx(3.0)
   c = {x.id: x for x in experiment.claims(config, _metrics(gap=-0.1, frac=0.05, copies=1))}
   assert [x.id for x in c.values() if x.holds] == ["gold_roundtrip"]
+  # a failing verdict's margin is the evidence against: -0.1 is 5 s.e. below zero
+  assert c["rl_adds"].evidence.margin_se == pytest.approx(5.0)
   # a gap within 2 s.e. is no win; a fraction at the paper's bound is not under it
   c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.03, se=0.02, frac=0.026))}
   assert not c["calm_beats_direct_sft_hard"].holds and not c["hints_few_tokens"].holds
   assert c["direct_sft_easy_up_hard_down"].holds  # any drop on the hard level counts
+  # a gap above zero but inside 2 s.e. fails for want of evidence: no margin against
+  assert c["rl_adds"].evidence.margin_se == 0.0
   with config.unlocked():
     config.rl_steps = 0
   ids = [x.id for x in experiment.claims(config, _metrics())]

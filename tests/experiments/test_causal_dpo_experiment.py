@@ -133,6 +133,8 @@ def _metrics(**over):
   for ab in ("causal_no_backdoor", "causal_no_invariance", "causal_random"):
     m.update({f"{ab}_ood_gap": 0.01, f"{ab}_ood_gap_se": 0.002, f"{ab}_ood": 0.09,
               f"{ab}_ood_se": 0.01})
+  for w in quick.get_config().invariance_weights:  # the grid the evidence notes read
+    m.update({f"grid_{w:g}_ood": 0.1, f"grid_{w:g}_random_ood": 0.09})
   m.update(over)
   return m
 

@@ -71,3 +71,16 @@ def test_each_claim_flips(base):
   for claim, change in [("ours_n_slope", dict(ours_n_slope=2.0 + config.slope_tol - 0.01)),
                         ("ours_eps_slope", dict(ours_hard_eps_slope=-1.5 + config.slope_tol - 0.01))]:
     assert _verdicts(config, m, **change)[claim][0], (claim, change)
+
+
+def test_the_start_centre_is_a_minimiser_with_its_sign_fixed():
+  """minimizer(): a stationary point of the even test function, its sign not LAPACK's choice
+  (eigenvector signs differ between CPUs' kernels): its largest entry is positive."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  config = registry.load_config("comparison_oracle", "tiny")
+  for n in (2, 4, 8):
+    x = np.asarray(experiment.minimizer(n, config, config.seed))
+    assert x[np.argmax(np.abs(x))] > 0
+    f, _ = experiment.problem(n, config, config.seed)
+    assert np.linalg.norm(np.asarray(jax.grad(f)(x))) < 1e-5 * max(1.0, np.linalg.norm(x))

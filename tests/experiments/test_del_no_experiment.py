@@ -3,6 +3,7 @@
 import jax
 import numpy as np
 
+from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.del_no import experiment
 from reprojax.experiments.common import Normalizer
@@ -148,9 +149,15 @@ def _hand_made_metrics(config, fno_overhead=0.3, deeponet_overhead=0.3):
                  sweep_sigma_spearman=-1.0, sweep_n_spearman=0.5,
                  sweep_sigma_levels=5, sweep_sigma_spearman_replicas=-0.8, sweep_sigma_p_value=0.001,
                  sweep_n_levels=5, sweep_n_spearman_replicas=0.3, sweep_n_p_value=0.14)
+  cell = 0
   for p in config.pdes:
     for bb in experiment.backbones_of(config, p):
       metrics[f"{p}_{bb}_step_overhead"] = fno_overhead if bb == "fno" else deeponet_overhead
+      for cname, _ in experiment.conditions(config):  # the first 7 of 12 cells won (wins=7)
+        key, cell = f"{p}_{bb}_{cname}", cell + 1
+        metrics.update({f"{key}_base_rel_l2": 0.1, f"{key}_base_rel_l2_se": 0.003,
+                        f"{key}_delno_rel_l2": 0.09 if cell <= 7 else 0.11,
+                        f"{key}_delno_rel_l2_se": 0.004, f"{key}_max_order": 0.9})
   metrics.update({f"sweep_sigma_{v:g}_beta": b
                   for v, b in zip(config.sweep_sigmas, (2, 1.8, 1.5, 1.2, 1))})
   metrics.update({f"sweep_n_{v:g}_beta": b for v, b in zip(config.sweep_ns, (1, 1.2, 1.1, 1.3, 1.2))})
@@ -170,6 +177,14 @@ def test_claims_from_hand_made_metrics():
   assert got["orders_below_m"].holds and got["overhead"].holds
   assert got["xy_orders_agree"].holds and "over 2 Darcy cells" in got["xy_orders_agree"].ours
   assert got["sweep_sigma"].holds and not got["sweep_n"].holds  # p 0.14 is not below 0.05
+  # The evidence: 1 of the 7 won cells must flip, each 0.01 from its backbone at s.e. 0.005;
+  # the sweeps' p-values on the normal scale against p = 0.05; the overhead a timing.
+  assert abs(got["wins"].evidence.margin_se - 2.0) < 1e-9 and got["wins"].evidence.seeds == 3
+  assert results.grade(got["wins"].evidence) == "moderate"
+  assert got["overhead"].evidence.timing and results.grade(got["overhead"].evidence) == "weak"
+  assert abs(got["sweep_sigma"].evidence.margin_se - (3.0902 - 1.6449)) < 1e-3
+  assert got["sweep_sigma"].evidence.after_change
+  assert abs(got["sweep_n"].evidence.margin_se - (1.6449 - 1.0803)) < 1e-3
   assert got["sweep_sigma"].ours == (
       "mean top order [2.0, 1.8, 1.5, 1.2, 1.0] at sigma=[0.0, 0.05, 0.1, 0.2, 0.3]; Spearman "
       "over 5 levels x 3 seeds -0.80, one-sided permutation p = 0.001")

@@ -98,7 +98,8 @@ def _metrics(gap=0.0, gap_se=0.01, tpr=0.95, dgap=0.05, dgap_se=0.01, speedup=10
        "latent_embed_s": 0.01 / speedup, "flops_ratio": 15.0, "gap_posthoc_edited": gap,
        "gap_posthoc_edited_se": gap_se, "latent_acc_edited": 0.8,
        "pixel_matched_acc_edited": 0.8 - gap, "latent_psnr": 30.0,
-       "distill_latent_tpr_identity": tpr, "distill_latent_tpr_jpeg": tpr / 2,
+       "distill_latent_tpr_identity": tpr, "distill_latent_tpr_identity_se": 0.01,
+       "distill_latent_tpr_jpeg": tpr / 2,
        "distill_latent_psnr": 29.0, "distill_pixel_psnr": 28.0, "fpr": 1e-3,
        "gap_distill_edited": dgap, "gap_distill_edited_se": dgap_se,
        "distill_latent_acc_edited": 0.8, "distill_pixel_acc_edited": 0.8 - dgap,
@@ -146,7 +147,8 @@ def test_generator_claim_on_hand_made_metrics():
   TPR of 0.9, not below."""
   config = _config("quick")
   m = _metrics()
-  m.update({"generator_tpr_identity": 0.9, "generator_tpr_jpeg": 0.5, "gen_samples": 600.0,
+  m.update({"generator_tpr_identity": 0.9, "generator_tpr_identity_se": 0.01,
+            "generator_tpr_jpeg": 0.5, "gen_samples": 600.0,
             "generator_acc_identity": 0.95, "generator_base_flagged": 0.0,
             "generator_psnr_to_base": 25.0})
   c = {x.id: x for x in experiment.claims(config, m)}

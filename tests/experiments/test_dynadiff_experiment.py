@@ -90,10 +90,15 @@ def test_claims_on_hand_made_metrics():
   assert all(x.holds for x in c.values())
   checks = {"beats_nearest_expert", "shuffled_prompt_loses", "zoo_experts_fit"}
   assert all(x.kind == ("check" if k in checks else "paper") for k, x in c.items())
+  # evidence: 0.02 at s.e. 0.005 is 4 s.e., 2 s.e. above the claims' own bar of 2 s.e.
+  assert all(abs(x.evidence.margin_se - 2.0) < 1e-9 and x.evidence.seeds == 3
+             for k, x in c.items() if x.kind == "paper" and not x.evidence.timing)
+  assert c["generation_amortises_finetuning"].evidence.timing
   # each difference just inside 2 s.e. of zero: every comparison fails
   c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.0069, se=0.005))}
   assert [k for k, x in c.items() if x.holds] == ["generation_amortises_finetuning",
                                                   "zoo_experts_fit"]
+  assert abs(c["beats_baselines_inside"].evidence.margin_se - (2 - 0.0069 / 0.005)) < 1e-9
   # one family failing fails a claim about every family
   m = _metrics()
   m["lotka_volterra_gap_coda_outside"] = -0.01

@@ -32,6 +32,8 @@ def _metrics(config, sparsest_falls=1, cgcn_err=0.4, cgcn_falls=0):
   for i, size in enumerate(sorted(config.cls_sizes)):
     m[f"cls/acc_mean/m{size}"] = 0.5 + 0.1 * i
     m[f"cls/transfer_err_mean/m{size}"] = 1.0 - 0.2 * i
+    m[f"cls/acc_std/m{size}"] = 0.03  # spreads over trials (the evidence's margin reads them)
+    m[f"cls/transfer_err_std/m{size}"] = 0.1
   return m
 
 

@@ -26,7 +26,8 @@ def _metrics(config, change=(0.01, 0.02), fd=(18.0, 20.0), erased=(0.0, 0.0), qu
     grow = 1.0 + i  # UCE's change grows with the concepts, OCE's does not
     for method, c, f, e in (("oce", change[0], fd[0], erased[0]),
                             ("uce", change[1] * grow, fd[1], erased[1])):
-      m.update({f"{name}/{method}/test/erased_acc": e, f"{name}/{method}/test/preserved_acc": 1.0,
+      m.update({f"{name}/{method}/test/erased_acc": e, f"{name}/{method}/test/erased_acc_se": 0.01,
+                f"{name}/{method}/test/preserved_acc": 1.0,
                 f"{name}/{method}/test/preserved_change": c, f"{name}/{method}/test/fd": f,
                 f"{name}/{method}/test/guide_rate": 0.5,
                 f"{name}/{method}/pick_scale": 1.0, f"{name}/{method}/pick_qualified": qualified})

@@ -92,6 +92,9 @@ def test_claims_recomputed_from_committed_metrics(slug):
   assert [c.ours for c in got] == [c["ours"] for c in res["claims"]]
   assert [c.kind for c in got] == [c["kind"] for c in res["claims"]]
   assert all(c.kind in results_lib.KINDS for c in got)
+  assert [c.evidence and c.evidence.to_json() for c in got] == [
+      c.get("evidence") for c in res["claims"]]
+  assert all(c.evidence is not None for c in got if c.kind == "paper"), "paper claims are graded"
   nulls = [k for k, v in res["metrics"].items() if v is None]
   assert not nulls, f"non-finite committed metrics (null): {nulls}"
   counts = results_lib.count_by_kind(res["claims"])

@@ -10,6 +10,7 @@ import pytest
 from reprojax.algorithms import pdr
 from reprojax.data import pdr as pdr_data
 from reprojax.experiments import registry
+from reprojax.experiments import results as results_lib
 from reprojax.experiments.pdr import experiment
 from reprojax.models import transformer
 
@@ -175,11 +176,19 @@ def test_claims_on_hand_made_metrics():
   assert c["sr_beats_long"].kind == "paper" and c["shuffled_control_loses_gain"].kind == "check"
   assert c["shuffled_control_loses_gain"].holds and c["workspace_bounded"].holds
   assert "20% of wrong first drafts" in c["sr_beats_long"].ours
+  # evidence: the trained decoders (one: its 3 evaluation seeds are not independent models),
+  # the paired gap's distance from zero in s.e. (0.05 / 0.01)
+  ev = c["sr_beats_long"].evidence
+  assert ev.seeds == len(config.model_seeds) == 1 and ev.margin_se == pytest.approx(5.0)
+  assert results_lib.grade(ev) == "weak"
+  assert all(x.evidence is not None for x in c.values() if x.kind == "paper")
   c = {x.id: x for x in experiment.claims(config, _metrics(sr=0.26, se=0.02, ws=24))}
   assert not c["sr_beats_long"].holds  # +0.01 within 2 s.e.
+  assert c["sr_beats_long"].evidence.margin_se == 0.0  # no evidence against either
   assert not c["workspace_bounded"].holds
   c = {x.id: x for x in experiment.claims(config, _metrics(head=0.2, bon=0.2))}
   assert not c["pdr_beats_long"].holds and not c["pdr_beats_sr"].holds
+  assert c["pdr_beats_sr"].evidence.margin_se == pytest.approx(10.0)  # 0.1 below SR
 
 
 def test_bad_config():

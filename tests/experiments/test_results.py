@@ -94,4 +94,7 @@ def test_a_claim_needs_a_known_kind_and_a_unique_id():
   with pytest.raises(ValueError, match="kind must be one of"):
     _results([Claim("a", "s", "p", "o", True, kind="headline")])
   with pytest.raises(ValueError, match="unique"):
-    _results([Claim("a", "s", "p", "o", True, kind="paper")] * 2)
+    _results([Claim("a", "s", "p", "o", True, kind="paper", evidence=_STRONG)] * 2)
+  with pytest.raises(ValueError, match="must declare its evidence"):
+    _results([Claim("a", "s", "p", "o", True, kind="paper")])
+  _results([Claim("c", "s", "p", "o", True, kind="check")])  # a check may go ungraded

@@ -49,12 +49,12 @@ def _metrics(rocp_risk=1.0, baseline_risk=2.0, rocp_critical=0.01, baseline_crit
 
 
 def _verdicts(metrics):
-  config = ml_collections.ConfigDict({"report_alpha": 0.05})
+  config = ml_collections.ConfigDict({"report_alpha": 0.05, "num_splits": 20})
   return {c.id: bool(c.holds) for c in experiment.claims(config, metrics)}
 
 
 def _kinds():
-  config = ml_collections.ConfigDict({"report_alpha": 0.05})
+  config = ml_collections.ConfigDict({"report_alpha": 0.05, "num_splits": 20})
   return {c.id: c.kind for c in experiment.claims(config, _metrics())}
 
 

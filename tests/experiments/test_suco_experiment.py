@@ -58,13 +58,16 @@ def _metrics(acc_gap=0.0, se=0.01, tokens=5.0, steps=(1.0, 2.0, 3.0, 4.0), trunc
        "truncated_acc": 0.5, "truncated_tokens": 5.0, "gap_acc_sapo_vs_truncated": trunc_gap,
        "gap_acc_sapo_vs_truncated_se": 0.05}
   for lv, s in zip((1, 2, 3, 4), steps):
-    m[f"msc_steps_L{lv}"], m[f"msc_agree_L{lv}"] = s, 1.0
+    m[f"msc_steps_L{lv}"], m[f"msc_agree_L{lv}"], m[f"msc_steps_L{lv}_se"] = s, 1.0, 0.1
   for a in ("mft", "sapo"):
     m.update({f"{a}_tokens": tokens, f"{a}_acc": 0.99 + acc_gap,
               f"gap_acc_{a}_vs_base": acc_gap, f"gap_acc_{a}_vs_base_se": se,
               f"gap_acc_{a}_vs_base_L5": acc_gap, f"gap_acc_{a}_vs_base_L5_se": se,
               f"{a}_acc_L5": 0.5, f"{a}_tokens_L5": tokens})
-  m.update({"base_acc_L5": 0.5, "base_tokens_L5": 20.0})
+    for sfx in ("", "_L5"):  # the tokens' s.e., the paired gap's equal to the model's
+      m[f"{a}_tokens{sfx}_se"] = m[f"gap_tokens_{a}_vs_base{sfx}_se"] = 0.5
+  m.update({"base_acc_L5": 0.5, "base_tokens_L5": 20.0, "base_tokens_se": 0.0,
+            "base_tokens_L5_se": 0.0})
   return m
 
 
@@ -72,9 +75,21 @@ def test_claims_on_hand_made_metrics():
   config = registry.load_config("suco", "quick")
   c = {x.id: x for x in experiment.claims(config, _metrics())}
   assert all(x.holds for x in c.values()), [x.id for x in c.values() if not x.holds]
+  assert all(x.evidence is not None and x.evidence.seeds == 3 for x in c.values())
+  assert c["msc_grows"].evidence.by_construction  # the chain lengths are planted
+  assert c["beats_truncation"].evidence.margin_se == pytest.approx(6.0)  # 0.3 / 0.05
+  # equal accuracy (gap 0) is no margin over equality, whatever the token cut's
+  assert c["mft_shortens"].evidence.margin_se == 0.0
+  c = {x.id: x for x in experiment.claims(config, _metrics(acc_gap=0.05))}
+  # the nearer part: accuracy 5 s.e. above the base, tokens (7.7 - 5) / (0.5 sqrt(0.3 +
+  # 0.7)) = 5.4 s.e. under 0.7x
+  assert c["mft_shortens"].evidence.margin_se == pytest.approx(5.0)
   c = {x.id: x for x in experiment.claims(config, _metrics(
       acc_gap=-0.05, tokens=9.0, steps=(1.0, 2.0, 2.0, 4.0), trunc_gap=0.05))}
   assert not any(x.holds for x in c.values())
+  # a failing conjunction: the failing part farthest from passing (accuracy, 5 s.e.
+  # below; tokens 9.0 against 7.7: 2.6 s.e.)
+  assert c["mft_shortens"].evidence.margin_se == pytest.approx(5.0)
   # shorter but less accurate beyond 2 s.e.: fails; within 2 s.e.: holds
   assert not {x.id: x for x in experiment.claims(config, _metrics(acc_gap=-0.03))}[
       "mft_shortens"].holds

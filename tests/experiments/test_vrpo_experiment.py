@@ -67,6 +67,11 @@ def test_claims_on_hand_made_metrics():
                      "value_head_matches"]
   assert all(x.holds for x in c.values())
   assert c["value_head_matches"].kind == "check" and c["dpo_biased"].kind == "paper"
+  # evidence: 5 seeds; the part nearest to failing, each gap 0.01 / 0.002 = 5 s.e.
+  assert c["dpo_biased"].evidence.seeds == 5
+  assert c["dpo_biased"].evidence.margin_se == pytest.approx(5.0)
+  assert c["vrpo_approaches_target"].evidence.margin_se == pytest.approx(5.0)
+  assert c["vrpo_approaches_target"].evidence.after_change.startswith("88167d6")
   c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.003, err=0.2))}
   assert not c["vrpo_approaches_target"].holds and not c["vrpo_second_eta"].holds
   assert not c["dpo_biased"].holds and not c["value_head_matches"].holds
@@ -74,6 +79,8 @@ def test_claims_on_hand_made_metrics():
   m["eta0_gap_rwr_vs_vrpo"] = -0.001  # one baseline ahead is enough to fail
   c = {x.id: x for x in experiment.claims(config, m)}
   assert not c["vrpo_approaches_target"].holds and c["vrpo_second_eta"].holds
+  # the failing part is 0.5 s.e. on the failing side of zero
+  assert c["vrpo_approaches_target"].evidence.margin_se == pytest.approx(0.5)
 
 
 def test_bad_config():
