@@ -106,3 +106,16 @@ def test_paper_readme_speed_table_is_generated_from_bench_json(slug):
                  bench.BENCH_END)
   assert got == bench.paper_block(slug, data), (
       f"experiments/{slug}/README.md's speed table differs from results/bench.json (make bench)")
+
+
+_DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b|\b[0-2]\d:[0-5]\d\b")
+_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
+
+
+@pytest.mark.parametrize("name", ["README.md", "WORKSPACE.md"])
+def test_top_level_docs_hold_no_dates_clock_times_or_commit_hashes(name):
+  """Current figures only: when a figure was measured, and by which commit, belongs in the
+  commit message and the issue notes (the paper READMEs and config docstrings are next)."""
+  text = _read(name)
+  found = _DATE.findall(text) + _HASH.findall(text)
+  assert not found, f"{name}: {found[:10]}"
