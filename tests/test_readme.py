@@ -119,3 +119,13 @@ def test_top_level_docs_hold_no_dates_clock_times_or_commit_hashes(name):
   text = _read(name)
   found = _DATE.findall(text) + _HASH.findall(text)
   assert not found, f"{name}: {found[:10]}"
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_generated_claims_tables_hold_no_dates_or_commit_hashes(slug):
+  """A paper README's generated table shows what changed after a failing run, not the
+  commit (that stays in results.json's evidence)."""
+  with open(os.path.join(RESULTS, slug, "results.json")) as f:
+    block = results_lib.paper_block(json.load(f))
+  found = _DATE.findall(block) + _HASH.findall(block)
+  assert not found, f"{slug}: {found}"

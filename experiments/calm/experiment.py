@@ -59,6 +59,8 @@ from reprojax.algorithms import calm
 from reprojax.data import calm as calm_data
 from reprojax.experiments import common
 from reprojax.experiments import results
+from reprojax.experiments.results import conjunction_margin
+from reprojax.experiments.results import margin_part
 from reprojax.experiments import sharding
 from reprojax.experiments import train
 from reprojax.experiments.calm import plots
@@ -486,35 +488,12 @@ def _beats(m, a: str, b: str, suffix: str = "") -> tuple[bool, str]:
   return bool(g > 0 and g > 2 * se), txt
 
 
-def _part(stat: float, threshold: float, se: float, passes: bool, seeds: int,
-          higher_passes: bool = True) -> tuple[bool, float | None]:
-  """One part of a verdict for :class:`results.Evidence`: ``(passes, margin)``, the margin
-  ``stat``'s distance from ``threshold`` in s.e. when ``stat`` lies on the side the part's
-  verdict says (``higher_passes``: above the threshold is the passing side), else 0 (a gap
-  above zero but inside the 2-s.e. rule fails for want of evidence, not by evidence
-  against); None without a standard error (one seed). For the paired "beats" gaps the
-  threshold is zero: the rule's 2 s.e. is not counted as margin (the grade reads 2 and 3
-  s.e. itself)."""
-  if seeds < 2:
-    return passes, None
-  passing_side = stat > threshold if higher_passes else stat < threshold
-  return passes, results.margin_in_se(stat, threshold, se) if passing_side == passes else 0.0
-
-
-def _margin(parts) -> float | None:
-  """A conjunction's margin: the smallest of its parts' when all pass (the part nearest to
-  failing), else the largest of the failing parts' (every one must flip to hold)."""
-  held = all(p for p, _ in parts)
-  ms = [mg for p, mg in parts if held or not p]
-  if any(mg is None for mg in ms):
-    return None
-  return min(ms) if held else max(ms)
 
 
 def _gap_part(m, a: str, b: str, suffix: str, seeds: int) -> tuple[bool, float | None]:
   """The "beats" rule's part: the paired gap against zero."""
   g, se = m[f"gap_{a}_vs_{b}{suffix}"], m[f"gap_{a}_vs_{b}{suffix}_se"]
-  return _part(g, 0.0, se, bool(g > 0 and g > 2 * se), seeds)
+  return margin_part(g, 0.0, se, bool(g > 0 and g > 2 * se), seeds)
 
 
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
@@ -561,7 +540,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
             f"{m[f'gap_calm_vs_styled_L{hard}_se']:.3f})"),
       holds=holds, kind="paper",
       evidence=results.Evidence(
-          seeds=seeds, margin_se=_margin([_gap_part(m, "calm", "direct", f"_L{hard}", seeds)]),
+          seeds=seeds,
+          margin_se=conjunction_margin([_gap_part(m, "calm", "direct", f"_L{hard}", seeds)]),
           by_construction=(
               "the teacher's style is planted to differ from the base's scaffold (no line "
               "labels, bin last): direct SFT loses the format and the gap is that planted "
@@ -581,8 +561,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       holds=bool(ge > 0 and gh < 0), kind="paper",
       evidence=results.Evidence(
           seeds=seeds,
-          margin_se=_margin([_part(ge, 0.0, gse, bool(ge > 0), seeds),
-                             _part(gh, 0.0, hse, bool(gh < 0), seeds, higher_passes=False)]),
+          margin_se=conjunction_margin([margin_part(ge, 0.0, gse, bool(ge > 0), seeds),
+                             margin_part(gh, 0.0, hse, bool(gh < 0), seeds, higher_passes=False)]),
           by_construction=(
               "direct SFT falls at the easy level as at the hard because the planted teacher "
               "style (no labels, bin last) breaks the base's scaffold (its answers stop "
@@ -598,7 +578,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
               f"{_beats(m, 'calm_rl', 'calm', f'_L{hard}')[1]}; {int(config.rl_steps)} GRPO "
               "steps"), holds=holds, kind="paper",
         evidence=results.Evidence(
-            seeds=seeds, margin_se=_margin([_gap_part(m, "calm_rl", "calm", "", seeds)]),
+            seeds=seeds, margin_se=conjunction_margin([_gap_part(m, "calm_rl", "calm", "", seeds)]),
             note=(f"{int(config.rl_steps)} GRPO steps of {int(config.rl_questions)} x "
                   f"{int(config.group)}; {seeds} seeds share one base model"))))
     holds, txt = _beats(m, "calm_rl", "direct_rl", f"_L{hard}")
@@ -609,7 +589,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
         kind="paper",
         evidence=results.Evidence(
             seeds=seeds,
-            margin_se=_margin([_gap_part(m, "calm_rl", "direct_rl", f"_L{hard}", seeds)]),
+            margin_se=conjunction_margin(
+                [_gap_part(m, "calm_rl", "direct_rl", f"_L{hard}", seeds)]),
             note=(f"direct SFT's start is the planted style's broken model; "
                   f"{int(config.rl_steps)} GRPO steps; {seeds} seeds share one base model"))))
   frac = m["calm_modified_fraction"]
@@ -622,9 +603,9 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       holds=bool(m["calm_kept"] > 0 and frac < 0.026), kind="paper",
       evidence=results.Evidence(
           seeds=seeds,
-          margin_se=_margin([_part(m["calm_kept"], 0.0, m["calm_kept_se"],
+          margin_se=conjunction_margin([margin_part(m["calm_kept"], 0.0, m["calm_kept_se"],
                                    bool(m["calm_kept"] > 0), seeds),
-                             _part(frac, 0.026, m["calm_modified_fraction_se"],
+                             margin_part(frac, 0.026, m["calm_modified_fraction_se"],
                                    bool(frac < 0.026), seeds, higher_passes=False)]),
           note=("a hint is 2 tokens in attempts of 15-45 (the paper's: thousands): our "
                 "lengths set much of the share"))))

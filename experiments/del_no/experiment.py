@@ -604,7 +604,7 @@ _SWEEP_CLAIMS = {
 # Sweep claims whose protocol changed after a run where they failed (git history).
 _SWEEP_AFTER_CHANGE = {
     "sigma": "0fdce2c, c80d4d5: the sweep's noise draws keyed by setting and its seeds 4 -> 3, "
-             "after the runs of bb74dd5-2ee5148 where it failed (Spearman -0.5 over 3 levels)",
+             "after the earlier runs where it failed (Spearman -0.5 over 3 levels)",
 }
 _SWEEP_NOTES = {
     "n": "; held over 3 levels under the rule before ec61d97 (Spearman of the means)",

@@ -239,9 +239,9 @@ def claims(config: ml_collections.ConfigDict,
 # Changes of data or training made after a run in which the claim of that id failed
 # (README, "Claims"; they bring the port to the original's law and optimizer).
 _CHANGED_AFTER_FAILING = {
-    "burgers": ("87e9a03: Burgers inputs drawn with the released law's zero mean, after "
-                "failing runs (quick 0.1322, paper budget 0.0463; the latter now holds at "
-                "0.0074); e1cd9ca, 5710e5c: the original's weight decay and init, after quick "
+    "burgers": ("87e9a03, e1cd9ca, 5710e5c: Burgers inputs drawn with the released law's "
+                "zero mean, after failing runs (quick 0.1322, paper budget 0.0463; the latter "
+                "now holds at 0.0074), then the original's weight decay and init, after quick "
                 "0.139"),
     "darcy": ("e1cd9ca, 5710e5c: the original's weight decay and pointwise init, after a "
               "failing quick run (0.0248; 0.0322 since)"),

@@ -46,6 +46,8 @@ from reprojax.algorithms import suco
 from reprojax.data import suco as suco_data
 from reprojax.experiments import common
 from reprojax.experiments import results
+from reprojax.experiments.results import conjunction_margin
+from reprojax.experiments.results import margin_part
 from reprojax.experiments import sharding
 from reprojax.experiments import train
 from reprojax.experiments.suco import plots
@@ -369,28 +371,6 @@ def _acc_ok(m, a, b, suffix=""):
   return g >= -2 * se - 1e-9, g, se
 
 
-def _part(stat: float, threshold: float, se: float, passes: bool, seeds: int,
-          higher_passes: bool = True) -> tuple[bool, float | None]:
-  """One part of a verdict for :class:`results.Evidence`: ``(passes, margin)``, the margin
-  ``stat``'s distance from ``threshold`` in s.e. when ``stat`` lies on the side the part's
-  verdict says (``higher_passes``: above the threshold is the passing side), else 0; None
-  without a standard error (one seed). For the paired accuracy gaps the threshold is zero,
-  equal accuracy: the rule's 2-s.e. allowance is not counted as margin, so an accuracy
-  "not below by more than 2 s.e." that holds with a gap under 2 s.e. grades weak."""
-  if seeds < 2:
-    return passes, None
-  passing_side = stat > threshold if higher_passes else stat < threshold
-  return passes, results.margin_in_se(stat, threshold, se) if passing_side == passes else 0.0
-
-
-def _margin(parts) -> float | None:
-  """A conjunction's margin: the smallest of its parts' when all pass (the part nearest to
-  failing), else the largest of the failing parts' (every one must flip to hold)."""
-  held = all(p for p, _ in parts)
-  ms = [mg for p, mg in parts if held or not p]
-  if any(mg is None for mg in ms):
-    return None
-  return min(ms) if held else max(ms)
 
 
 def _ratio_se(m, a: str, suffix: str, ratio: float) -> float:
@@ -408,8 +388,8 @@ def _shorten_parts(m, a: str, suffix: str, ratio: float, seeds: int):
   thinking tokens against ``ratio`` times the base's."""
   ok, g, se = _acc_ok(m, a, "base", suffix)
   t, bound = m[f"{a}_tokens{suffix}"], ratio * m[f"base_tokens{suffix}"]
-  return [_part(g, 0.0, se, bool(ok), seeds),
-          _part(t, bound, _ratio_se(m, a, suffix, ratio), bool(t <= bound), seeds,
+  return [margin_part(g, 0.0, se, bool(ok), seeds),
+          margin_part(t, bound, _ratio_se(m, a, suffix, ratio), bool(t <= bound), seeds,
                 higher_passes=False)]
 
 
@@ -436,7 +416,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   lv = list(config.train_levels)
   steps = [m[f"msc_steps_L{x}"] for x in lv]
   steps_se = [m[f"msc_steps_L{x}_se"] for x in lv]
-  grows = [_part(b - a, 0.0, float(np.hypot(sa, sb)), bool(b - a > 0), seeds)
+  grows = [margin_part(b - a, 0.0, float(np.hypot(sa, sb)), bool(b - a > 0), seeds)
            for a, b, sa, sb in zip(steps, steps[1:], steps_se, steps_se[1:])]
   agree = [m[f"msc_agree_L{x}"] for x in lv]
   out.append(results.Claim(
@@ -448,7 +428,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
             + f"; {int(m['num_seeds'])} seeds"),
       holds=bool(np.all(np.diff(steps) > 0)), kind="paper",
       evidence=results.Evidence(
-          seeds=seeds, margin_se=_margin(grows),
+          seeds=seeds, margin_se=conjunction_margin(grows),
           by_construction=(
               "the task plants it: a level-L chain's answer is fixed after its first L steps "
               "(of 2L + 1), a question never cleared falls back to all 2L + 1, and the "
@@ -469,7 +449,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
               f"rows: {m['base_more_acc']:.3f} at {m['base_more_tokens']:.1f} tokens"),
         holds=bool(ok and short), kind="paper",
         evidence=results.Evidence(
-            seeds=seeds, margin_se=_margin(_shorten_parts(m, a, "", ratio, seeds)),
+            seeds=seeds, margin_se=conjunction_margin(_shorten_parts(m, a, "", ratio, seeds)),
             note=(f"equal accuracy by the 2-s.e. rule at s.e. {se:.3g}: a drop of "
                   f"{2 * se:.3g} would pass; the base trained as many more steps reaches "
                   f"{m['base_more_acc']:.3f}"))))
@@ -491,7 +471,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
         "levels", ours="; ".join(parts) + f" (chance {1 / int(config.modulus):.2f})",
         holds=bool(ok_all), kind="paper",
         evidence=results.Evidence(
-            seeds=seeds, margin_se=_margin(held_parts),
+            seeds=seeds, margin_se=conjunction_margin(held_parts),
             note=(f"accuracy {min(held_accs):.2f}-{max(held_accs):.2f} held out against chance "
                   f"{1 / int(config.modulus):.2f}; the token cut joined the claim after a "
                   "first run where accuracy alone held vacuously"))))
@@ -504,7 +484,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
             f"{m['sapo_acc']:.3f} at {m['sapo_tokens']:.1f} ({g:+.3f} +- {se:.3f})"),
       holds=bool(g > 2 * se), kind="paper",
       evidence=results.Evidence(
-          seeds=seeds, margin_se=_margin([_part(g, 0.0, se, bool(g > 2 * se), seeds)]),
+          seeds=seeds,
+          margin_se=conjunction_margin([margin_part(g, 0.0, se, bool(g > 2 * se), seeds)]),
           note=(f"the truncated model is the base without MFT's {int(config.mft_steps)} more "
                 f"steps (trained as many more: {m['base_more_acc']:.3f} untruncated), so part "
                 f"of the gap is training; its one budget ({m['truncation_budget']:.1f} tokens) "

@@ -58,6 +58,8 @@ from reprojax.algorithms import vrpo
 from reprojax.data import mixture2d
 from reprojax.experiments import common
 from reprojax.experiments import results
+from reprojax.experiments.results import conjunction_margin
+from reprojax.experiments.results import margin_part
 from reprojax.experiments import sharding
 from reprojax.experiments import train
 from reprojax.experiments.vrpo import plots
@@ -456,25 +458,6 @@ def _fmt(x):
   return f"{x:.4f}"
 
 
-def _part(stat: float, se: float, passes: bool, seeds: int) -> tuple[bool, float | None]:
-  """One part of a verdict for :class:`results.Evidence`: ``(passes, margin)``, the
-  margin ``stat``'s distance from zero in s.e. when it lies on the side the part's verdict
-  says (above zero for a pass), else 0 (above zero but inside the 2-s.e. rule fails for
-  want of evidence, not by evidence against); the rule's 2 s.e. is not counted as margin
-  (the grade reads 2 and 3 s.e. itself). None without a standard error (one seed)."""
-  if seeds < 2:
-    return passes, None
-  return passes, results.margin_in_se(stat, 0.0, se) if (stat > 0) == passes else 0.0
-
-
-def _margin(parts) -> float | None:
-  """A conjunction's margin: the smallest of its parts' when all pass (the part nearest to
-  failing), else the largest of the failing parts' (every one must flip to hold)."""
-  held = all(p for p, _ in parts)
-  ms = [mg for p, mg in parts if held or not p]
-  if any(mg is None for mg in ms):
-    return None
-  return min(ms) if held else max(ms)
 
 
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
@@ -501,18 +484,18 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
     drop, drop_se = m[f"{p}_vrpo_mmd_drop"], m[f"{p}_vrpo_mmd_drop_se"]
     ok = drop > 2 * drop_se
     parts = []
-    facts = [_part(drop, drop_se, bool(ok), seeds)]
+    facts = [margin_part(drop, 0.0, drop_se, bool(ok), seeds)]
     for a in others:
       g, s = m[f"{p}_gap_{a}_vs_vrpo"], m[f"{p}_gap_{a}_vs_vrpo_se"]
       ok = ok and g > 2 * s
-      facts.append(_part(g, s, bool(g > 2 * s), seeds))
+      facts.append(margin_part(g, 0.0, s, bool(g > 2 * s), seeds))
       parts.append(f"{a} {_fmt(m[f'{p}_{a}_mmd'])} ({g:+.4f} +- {s:.4f})")
     text = (f"eta {m[f'{p}_eta']:g}: MMD^2 VRPO {_fmt(m[f'{p}_base_mmd'])} -> "
             f"{_fmt(m[f'{p}_vrpo_mmd'])} +- {m[f'{p}_vrpo_mmd_se']:.4f} after "
             f"{int(m['steps'])} steps; " + ", ".join(parts)
             + f"; floors: reweighted base chain {_fmt(m[f'{p}_reweighted_mmd'])}, oracle "
             f"score {_fmt(m[f'{p}_oracle_mmd'])}; {int(m['num_seeds'])} seeds")
-    return bool(ok), text, _margin(facts)
+    return bool(ok), text, conjunction_margin(facts)
 
   ok, text, margin = beats("eta0")
   out.append(results.Claim(
@@ -542,7 +525,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
     for i in range(len(config.etas)):
       g, s = m[f"eta{i}_gap_dpo_vs_vrpo"], m[f"eta{i}_gap_dpo_vs_vrpo_se"]
       ok = ok and g > 2 * s
-      facts.append(_part(g, s, bool(g > 2 * s), seeds))
+      facts.append(margin_part(g, 0.0, s, bool(g > 2 * s), seeds))
       parts.append(f"eta {m[f'eta{i}_eta']:g}: DPO {_fmt(m[f'eta{i}_dpo_mmd'])} vs VRPO "
                    f"{_fmt(m[f'eta{i}_vrpo_mmd'])} ({g:+.4f} +- {s:.4f})")
     out.append(results.Claim(
@@ -550,7 +533,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
         "tilted distribution, ends measurably farther from it than VRPO",
         paper="DPO variants equate trajectory likelihood with final-state probability, "
               "which leads to suboptimal alignment", ours="; ".join(parts), holds=ok,
-        kind="paper", evidence=results.Evidence(seeds=seeds, margin_se=_margin(facts))))
+        kind="paper", evidence=results.Evidence(seeds=seeds, margin_se=conjunction_margin(facts))))
   errs = [m[f"eta{i}_value_error"] for i in range(len(config.etas))]
   out.append(results.Claim(
       id="value_head_matches", statement="the stage-1 head's soft value matches Monte Carlo "

@@ -98,3 +98,24 @@ def test_a_claim_needs_a_known_kind_and_a_unique_id():
   with pytest.raises(ValueError, match="must declare its evidence"):
     _results([Claim("a", "s", "p", "o", True, kind="paper")])
   _results([Claim("c", "s", "p", "o", True, kind="check")])  # a check may go ungraded
+
+
+def test_margin_parts_and_conjunctions():
+  part = results_lib.margin_part
+  assert part(0.5, 0.0, 0.1, True, 3) == (True, pytest.approx(5.0))  # from zero, not 2 s.e.
+  assert part(0.15, 0.0, 0.1, False, 3) == (False, 0.0)  # above zero, inside 2 s.e.
+  assert part(-0.3, 0.0, 0.1, False, 3) == (False, pytest.approx(3.0))  # evidence against
+  assert part(0.5, 1.0, 0.1, True, 3, higher_passes=False) == (True, pytest.approx(5.0))
+  assert part(0.5, 0.0, 0.1, True, 1) == (True, None)  # one seed: no standard error
+  both = results_lib.conjunction_margin
+  assert both([(True, 5.0), (True, 2.0)]) == 2.0  # holds: the part nearest to failing
+  assert both([(False, 1.0), (False, 4.0), (True, 9.0)]) == 4.0  # fails: every one must flip
+  assert both([(True, None), (True, 3.0)]) is None
+
+
+def test_a_readme_shows_what_changed_without_the_commits():
+  ev = Evidence(seeds=3, margin_se=4.0, after_change="abc1234, def5678: rate 1e-3 -> 1e-4")
+  res = _results([Claim("a", "s", "p", "o", True, kind="paper", evidence=ev)])
+  block = results_lib.paper_block(res)
+  assert "moderate: rate 1e-3 -> 1e-4 |" in block and "abc1234" not in block
+  assert res["claims"][0]["evidence"]["after_change"].startswith("abc1234, def5678: ")
