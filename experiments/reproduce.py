@@ -207,7 +207,8 @@ def main(argv) -> None:
       if slug not in failures and os.path.isfile(readme) and os.path.isfile(path):
         results_lib.update_paper_readme(readme, path)
   print(f"[reproduce] {len(slugs) - len(failures)}/{len(slugs)} papers ran in "
-        f"{time.time() - t0:.0f} s, {min(jobs, len(slugs))} at a time; report: {report}", flush=True)
+        f"{time.time() - t0:.0f} s, {min(jobs, len(slugs))} at a time; report: {report}",
+        flush=True)
   if failures:
     sys.exit(1)
 

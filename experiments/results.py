@@ -42,8 +42,9 @@ class Evidence(NamedTuple):
   standard errors over those seeds, on the side of the verdict (>= 0; None when the run
   gives no standard error). A rule that also asks for significance ("by more than 2 s.e.")
   measures a verdict that holds from no difference (a difference of 2.5 s.e. is a margin
-  of 2.5) and one that fails from the rule's threshold (1.5 s.e. is a margin of 0.5). ``exact``: the deciding figure is a closed form, an enumeration
-  or a count with no sampling noise. ``by_construction``: why the verdict could not have
+  of 2.5) and one that fails from the rule's threshold (1.5 s.e. is a margin of 0.5).
+  ``exact``: the deciding figure is a closed form, an enumeration or a count with no
+  sampling noise. ``by_construction``: why the verdict could not have
   come out otherwise ("" if it could). ``after_change``: ``"<commit>[, <commit>]: <what
   changed>"``, a change of protocol, rate or data made after a run where the claim failed
   ("" if none); READMEs show what changed, ``results.json`` the commits too. ``timing``:

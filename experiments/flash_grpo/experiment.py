@@ -478,7 +478,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
             after_change="23429d4: learning rate 1e-3 -> 1e-4 (the public configuration's) "
                          "after a first quick run where it failed (-0.112 +- 0.064), as the "
                          "README says",
-            note=(f"one budget; Flash-GRPO makes {m['flash_iterations'] / m['full_iterations']:.1f}x "
+            note=("one budget; Flash-GRPO makes "
+                  f"{m['flash_iterations'] / m['full_iterations']:.1f}x "
                   "the updates at equal compute"))))
   out.append(results.Claim(
       id="rectified_norms_flat", statement="with temporal gradient rectification the gradient "
