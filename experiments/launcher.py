@@ -29,6 +29,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib.util
+import inspect
 import os
 import sys
 import time
@@ -110,7 +111,8 @@ def execute(run: RunFn, claims: ClaimsFn, *, paper: str, config: ml_collections.
   wall_s = time.time() - t0
   res = results_lib.results_dict(
       paper=paper, scale=str(config.get("scale", "custom")), seed=int(config.get("seed", 0)),
-      wall_s=wall_s, config=config.to_dict(), metrics=metrics, claims=found)
+      wall_s=wall_s, config=config.to_dict(), metrics=metrics, claims=found,
+      retired=getattr(inspect.getmodule(claims), "RETIRED", ()))
   if jax.process_index() == 0:
     results_lib.write_results(results_path, res)
     for c in res["claims"]:

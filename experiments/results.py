@@ -12,6 +12,7 @@ A claim's ``holds`` must be computed from measured metrics by code, never typed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -32,6 +33,10 @@ GRADES = ("strong", "moderate", "weak", "construction")
 """Evidence grades, strongest first; ``construction``: the verdict could not have come out
 otherwise (see :func:`grade`)."""
 
+NOT_RUN = "not run"
+"""The grade of a declared claim that the run's config does not measure (it runs in a side
+config, :attr:`Declared.config`); it counts in N and never holds."""
+
 
 class Evidence(NamedTuple):
   """The facts behind a claim's verdict, declared by the claims code beside ``holds``.
@@ -50,6 +55,8 @@ class Evidence(NamedTuple):
   ("" if none); READMEs show what changed, ``results.json`` the commits too. ``timing``:
   the deciding figure is a wall-clock time of one run (graded on repeated runs' spread, not
   on one run's). ``note``: anything else a reader needs to weigh it (one line).
+  ``not_run``: the side config that measures the claim when this run does not (set by
+  :func:`as_declared`, graded :data:`NOT_RUN`).
   """
 
   seeds: int = 1
@@ -59,13 +66,14 @@ class Evidence(NamedTuple):
   after_change: str = ""
   timing: bool = False
   note: str = ""
+  not_run: str = ""
 
   def to_json(self) -> dict[str, Any]:
     m = self.margin_se
     out = {"grade": grade(self), "seeds": int(self.seeds),
            "margin_se": None if m is None or math.isnan(m) else
            ("inf" if math.isinf(m) else round(float(m), 2)), "exact": bool(self.exact)}
-    for k in ("by_construction", "after_change", "note"):
+    for k in ("by_construction", "after_change", "note", "not_run"):
       if getattr(self, k):
         out[k] = getattr(self, k)
     if self.timing:
@@ -85,12 +93,15 @@ def grade(ev: Evidence) -> str:
 
   A protocol changed after a failing run (``after_change``) lowers the grade one step
   (strong to moderate, moderate to weak): the verdict may owe something to the choice.
+  A claim this run's config does not measure (``not_run``) is :data:`NOT_RUN`.
   """
   if ev.seeds < 1:
     raise ValueError(f"Evidence.seeds must be >= 1, got {ev.seeds}")
   if ev.margin_se is not None and ev.margin_se < 0:
     raise ValueError(f"Evidence.margin_se must be >= 0 (on the verdict's side), got "
                      f"{ev.margin_se}")
+  if ev.not_run:
+    return NOT_RUN
   if ev.by_construction:
     return "construction"
   m = -1.0 if ev.margin_se is None or math.isnan(ev.margin_se) else ev.margin_se
@@ -165,6 +176,97 @@ class Claim(NamedTuple):
     return out
 
 
+class Declared(NamedTuple):
+  """A claim as declared before it is measured: the data a paper's claims module holds.
+
+  ``id``: the claim's identifier, forever: a changed ``kind`` or ``rule`` takes a new id and
+  the old one moves to the module's ``RETIRED`` (``tests/experiments/test_papers.py`` checks
+  both against ``experiments/claims_ledger.json``). ``statement``: the claim in one line
+  (a run may word it with its config's values). ``paper``: the paper's figure or
+  statement, as the README's *paper* column gives it. ``rule``: how ``holds`` is decided from
+  the metrics, with its threshold, in words. ``config``: '' if the paper's quick run measures
+  it, else the side config (``configs/<config>.py``, results in ``results/<slug>/<config>/``)
+  that does; other configs report it as not run (:func:`as_declared`).
+  """
+
+  id: str
+  kind: str
+  statement: str
+  paper: str
+  rule: str
+  config: str = ""
+
+  def fingerprint(self) -> str:
+    """What the ledger pins: a digest of the kind and the rule."""
+    return hashlib.sha256(f"{self.kind}\n{self.rule}".encode()).hexdigest()[:16]
+
+  def claim(self, ours: str, holds: bool, evidence: Evidence | None = None,
+            statement: str | None = None) -> Claim:
+    """The measured claim, its id, kind and paper figure from the declaration (and its
+    statement, unless the run words it with its own values)."""
+    return Claim(id=self.id, statement=self.statement if statement is None else statement,
+                 paper=self.paper, ours=ours, holds=bool(holds), kind=self.kind,
+                 evidence=evidence)
+
+
+class Retired(NamedTuple):
+  """A claim id no longer measured: its last verdict, the commit that retired it, and why
+  (shown under the paper's claims table)."""
+
+  id: str
+  last_holds: bool | None
+  commit: str
+  reason: str
+
+  def to_json(self) -> dict[str, Any]:
+    return dict(self._asdict())
+
+
+def declare(*declared: Declared) -> dict[str, Declared]:
+  """id -> :class:`Declared`, in declaration order; ids unique, kinds in :data:`KINDS`."""
+  out = {}
+  for d in declared:
+    if not isinstance(d, Declared):
+      raise ValueError(f"declare() takes results.Declared, got {type(d).__name__}")
+    if d.kind not in KINDS:
+      raise ValueError(f"declared claim {d.id!r}: kind must be one of {KINDS}, got {d.kind!r}")
+    if d.id in out:
+      raise ValueError(f"claim id {d.id!r} declared twice")
+    if not d.rule.strip():
+      raise ValueError(f"declared claim {d.id!r} has no rule")
+    out[d.id] = d
+  return out
+
+
+def as_declared(claims: Sequence[Claim], declared: Mapping[str, Declared]) -> list[Claim]:
+  """``claims`` checked against the declaration, in declaration order, with a not-run
+  claim for each declared one that only a side config measures.
+
+  Raises ``ValueError`` for an undeclared id, a kind or paper figure that differs from the
+  declaration, or a missing claim that every config must measure.
+  """
+  found = {}
+  for c in claims:
+    d = declared.get(c.id)
+    if d is None:
+      raise ValueError(f"claim {c.id!r} is not declared (declared: {list(declared)})")
+    if (c.kind, c.paper) != (d.kind, d.paper):
+      raise ValueError(f"claim {c.id!r}: kind and paper figure {(c.kind, c.paper)!r} differ "
+                       f"from the declaration's {(d.kind, d.paper)!r}")
+    found[c.id] = c
+  out = []
+  for d in declared.values():
+    if d.id in found:
+      out.append(found.pop(d.id))
+    elif d.config:
+      out.append(d.claim(
+          ours=f"not run by this config (configs/{d.config}.py measures it)", holds=False,
+          evidence=Evidence(not_run=d.config)))
+    else:
+      raise ValueError(f"declared claim {d.id!r} was not measured")
+  return out
+
+
 def count_by_kind(claims: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
   """kind -> (claims holding, claims) over ``results.json`` claim dicts, in KINDS order."""
   out = {}
@@ -176,11 +278,12 @@ def count_by_kind(claims: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, i
 
 def count_by_grade(claims: Sequence[Mapping[str, Any]], kind: str = "paper") -> dict[str, int]:
   """grade -> how many of the ``kind`` claims that hold have it (:data:`GRADES` order, then
-  ``ungraded`` for claims without evidence)."""
-  out = {g: 0 for g in GRADES + ("ungraded",)}
+  ``ungraded`` for claims without evidence), and :data:`NOT_RUN` -> how many were not run."""
+  out = {g: 0 for g in GRADES + ("ungraded", NOT_RUN)}
   for c in claims:
-    if c.get("kind") == kind and c["holds"]:
-      out[(c.get("evidence") or {}).get("grade", "ungraded")] += 1
+    g = (c.get("evidence") or {}).get("grade", "ungraded")
+    if c.get("kind") == kind and (c["holds"] or g == NOT_RUN):
+      out[g] += 1
   return out
 
 
@@ -188,7 +291,7 @@ def grades_text(grades: Mapping[str, int]) -> str:
   """``5 strong, 9 moderate, 20 weak, 5 by construction`` (ungraded named only if any)."""
   names = {"construction": "by construction"}
   return ", ".join(f"{n} {names.get(g, g)}" for g, n in grades.items()
-                   if n or g != "ungraded")
+                   if g != NOT_RUN and (n or g != "ungraded"))
 
 
 def counts_text(counts: Mapping[str, tuple[int, int]],
@@ -196,7 +299,9 @@ def counts_text(counts: Mapping[str, tuple[int, int]],
   """``paper claims: 9 of 25 hold (3 strong, ...); baselines 4 of 4; checks 6 of 6``: with
   ``grades`` (:func:`count_by_grade`), the paper claims that hold, by evidence grade."""
   names = {"paper": "paper claims", "baseline": "baselines", "check": "checks"}
-  parts = [(f"{names[k]}: {h} of {n} hold" + (f" ({grades_text(grades)})" if grades else ""))
+  not_run = (grades or {}).get(NOT_RUN, 0)
+  parts = [(f"{names[k]}: {h} of {n} hold" + (f" ({grades_text(grades)})" if grades else "")
+            + (f", {not_run} not run at this scale" if not_run else ""))
            if k == "paper" else f"{names[k]} {h} of {n}"
            for k, (h, n) in counts.items() if n or k == "paper"]
   return "; ".join(parts)
@@ -245,8 +350,9 @@ def atomic_write_text(path: str, text: str) -> None:
 
 def results_dict(*, paper: str, scale: str, seed: int, wall_s: float,
                  config: Mapping[str, Any], metrics: Mapping[str, Any],
-                 claims: Sequence[Claim]) -> dict[str, Any]:
-  """Builds the ``results.json`` object of the contract (NaN and infinities as ``null``)."""
+                 claims: Sequence[Claim], retired: Sequence[Retired] = ()) -> dict[str, Any]:
+  """Builds the ``results.json`` object of the contract (NaN and infinities as ``null``);
+  ``retired``: the paper's retired claim ids (:class:`Retired`), shown under its table."""
   if not isinstance(metrics, Mapping):
     raise ValueError(f"run() must return a mapping of metric name to number, got "
                      f"{type(metrics).__name__}")
@@ -274,6 +380,7 @@ def results_dict(*, paper: str, scale: str, seed: int, wall_s: float,
       "claim_counts": {k: {"hold": h, "of": n} for k, (h, n) in
                        count_by_kind([c.to_json() for c in claims]).items()},
       "claims": [c.to_json() for c in claims],
+      **({"retired": [r.to_json() for r in retired]} if retired else {}),
   }
 
 
@@ -289,9 +396,25 @@ README_BEGIN = "<!-- results table: generated by experiments/reproduce.py from r
 README_END = "<!-- end of results table -->"
 
 
+def _side_claim(results_dir: str, slug: str, claim: Mapping[str, Any]) -> Mapping[str, Any]:
+  """A claim the quick run did not measure, as its side config's committed run measured it
+  (``from_config`` names the config), or the not-run claim itself if that run is absent."""
+  config = (claim.get("evidence") or {}).get("not_run", "")
+  path = os.path.join(results_dir, slug, config, "results.json")
+  if not config or not os.path.isfile(path):
+    return claim
+  with open(path) as f:
+    side = json.load(f)
+  for c in side.get("claims", []):
+    if c["id"] == claim["id"] and (c.get("evidence") or {}).get("grade") != NOT_RUN:
+      return {**c, "from_config": config, "wall_s": side.get("wall_s")}
+  return claim
+
+
 def _read_all(results_dir: str, failures: Mapping[str, str]):
   """(rows, claims, walls, jobs, per_paper) over every ``<slug>/results.json`` not in
-  ``failures``; ``per_paper``: slug -> its claims."""
+  ``failures``; ``per_paper``: slug -> its claims. A claim the run left to a side config is
+  that config's committed verdict (:func:`_side_claim`)."""
   rows, all_claims, walls, jobs, per_paper = [], [], {}, {}, {}
   for slug in sorted(os.listdir(results_dir)) if os.path.isdir(results_dir) else []:
     path = os.path.join(results_dir, slug, "results.json")
@@ -301,11 +424,15 @@ def _read_all(results_dir: str, failures: Mapping[str, str]):
       res = json.load(f)
     walls[slug] = res.get("wall_s")
     jobs[slug] = int(res.get("concurrent_jobs", 1))
-    per_paper[slug] = res.get("claims", [])
-    for c in res.get("claims", []):
+    claims = [_side_claim(results_dir, slug, c) for c in res.get("claims", [])]
+    per_paper[slug] = claims
+    for c in claims:
       grade_ = (c.get("evidence") or {}).get("grade", "")
-      rows.append((slug, res.get("scale", "?"), c.get("kind", "?"), c["statement"], c["paper"],
-                   c["ours"], "yes" if c["holds"] else "**no**", grade_, res.get("wall_s")))
+      scale = res.get("scale", "?") + (f" (config {c['from_config']})" if "from_config" in c
+                                       else "")
+      rows.append((slug, scale, c.get("kind", "?"), c["statement"], c["paper"],
+                   c["ours"], "yes" if c["holds"] else "**no**", grade_,
+                   c.get("wall_s", res.get("wall_s"))))
       all_claims.append(c)
   return rows, all_claims, walls, jobs, per_paper
 
@@ -428,7 +555,9 @@ def _what_changed(after_change: str) -> str:
 
 
 def paper_block(results: Mapping[str, Any]) -> str:
-  """A paper README's generated claims table (markers included) from its ``results.json``."""
+  """A paper README's generated claims table (markers included) from its ``results.json``
+  (with its side configs' verdicts merged in, :func:`update_paper_readme`), and its retired
+  claim ids under it."""
   counts = counts_text(count_by_kind(results["claims"]), count_by_grade(results["claims"]))
   lines = [PAPER_BEGIN.format(slug=results["paper"]),
            f"{counts} ({results['scale']} scale, seed {results['seed']}, {results['wall_s']} s"
@@ -440,9 +569,17 @@ def paper_block(results: Mapping[str, Any]) -> str:
   for c in results["claims"]:
     ev = c.get("evidence") or {}
     why = ev.get("by_construction") or _what_changed(ev.get("after_change", ""))
+    side = (f" (configs/{c['from_config']}.py, its own run: {c['wall_s']} s)"
+            if "from_config" in c else "")
     lines.append(f"| `{c['id']}`: {_cell(c['statement'])} | {c['kind']} | {_cell(c['paper'])} | "
-                 f"{_cell(c['ours'])} | {'yes' if c['holds'] else '**no**'} | "
+                 f"{_cell(c['ours'])}{side} | {'yes' if c['holds'] else '**no**'} | "
                  f"{ev.get('grade', '')}{': ' + _cell(why) if why else ''} |")
+  if results.get("retired"):
+    lines += ["", "Retired claim ids (no longer measured; each kept with its last verdict, "
+              "`results.json` names the commit):", ""]
+    for r in results["retired"]:
+      last = {True: "held", False: "failed", None: "never measured"}[r["last_holds"]]
+      lines.append(f"- `{r['id']}` (last {last}): {_cell(r['reason'])}")
   lines.append(PAPER_END)
   return "\n".join(lines)
 
@@ -467,7 +604,17 @@ def update_readme(readme: str, results_dir: str,
 
 def update_paper_readme(readme: str, results_path: str) -> bool:
   """Replaces a paper README's claims table from ``results_path``; False if it has none."""
-  with open(results_path) as f:
-    res = json.load(f)
+  res = load_with_side_claims(results_path)
   return replace_between(readme, PAPER_BEGIN.format(slug=res["paper"]), PAPER_END,
                           paper_block(res))
+
+
+def load_with_side_claims(results_path: str) -> dict[str, Any]:
+  """A paper's ``results/<slug>/results.json``, each claim its config left to a side config
+  replaced by that config's committed verdict (:func:`_side_claim`)."""
+  with open(results_path) as f:
+    res = json.load(f)
+  slug_dir = os.path.dirname(os.path.abspath(results_path))
+  res["claims"] = [_side_claim(os.path.dirname(slug_dir), os.path.basename(slug_dir), c)
+                   for c in res["claims"]]
+  return res

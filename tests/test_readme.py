@@ -40,8 +40,7 @@ def readme_problems(readme_text: str, results_dir: str) -> list[str]:
 
 
 def paper_readme_problems(readme_text: str, results_path: str) -> list[str]:
-  with open(results_path) as f:
-    res = json.load(f)
+  res = results_lib.load_with_side_claims(results_path)
   want = results_lib.paper_block(res)
   begin = results_lib.PAPER_BEGIN.format(slug=res["paper"])
   got = _between(readme_text, begin, results_lib.PAPER_END)
@@ -125,7 +124,7 @@ def test_top_level_docs_hold_no_dates_clock_times_or_commit_hashes(name):
 def test_generated_claims_tables_hold_no_dates_or_commit_hashes(slug):
   """A paper README's generated table shows what changed after a failing run, not the
   commit (that stays in results.json's evidence)."""
-  with open(os.path.join(RESULTS, slug, "results.json")) as f:
-    block = results_lib.paper_block(json.load(f))
+  block = results_lib.paper_block(
+      results_lib.load_with_side_claims(os.path.join(RESULTS, slug, "results.json")))
   found = _DATE.findall(block) + _HASH.findall(block)
   assert not found, f"{slug}: {found}"
