@@ -41,6 +41,7 @@ from reprojax.algorithms.tail_sched import engine
 from reprojax.algorithms.tail_sched.reference import LatencyModel
 from reprojax.algorithms.tail_sched.reference import Server
 from reprojax.data import azure_traces
+from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.results import Claim
 from reprojax.experiments.results import Evidence
@@ -385,6 +386,59 @@ def best_gamma(m, config, trace, mode, policy, load, variant="base", stat="ttlt_
   return min(config.gammas, key=lambda g: _get(m, trace, mode, policy, g, load, variant, stat))
 
 
+CLAIMS = results.declare(
+    results.Declared(
+        id="p99_ttlt_vs_srpt", kind="paper",
+        statement="Prediction-free gamma-Boost with cache-aware preemption has a P99 TTLT at "
+                  "least 35% lower than SRPT with perfect length knowledge on the Azure traces",
+        paper="up to 35-50% lower P99 TTLT than SRPT (perfect lengths)",
+        rule="on every trace of config.traces, in cache_aware mode at the trace's headline load "
+             "(the highest load <= 1 where FCFS's P99 TTFT is within config.overload_ratio of "
+             "its lowest-load value), 1 - gamma_boost_attained's P99 TTLT at its best gamma of "
+             "config.gammas (smallest P99 TTLT, same run) / SRPT's P99 TTLT >= 0.35, and "
+             "neither cell's scheduler window filled"),
+    results.Declared(
+        id="p99_ttft_vs_srpt", kind="paper",
+        statement="...and its TTFT is at least 34% lower (P99, at the same gamma and load)",
+        paper="TTFT 34-47% lower than SRPT",
+        rule="on every trace, at the headline load and the best gamma of p99_ttlt_vs_srpt "
+             "(cache_aware mode), 1 - gamma_boost_attained's P99 TTFT / SRPT's P99 TTFT >= 0.34, "
+             "and neither cell's scheduler window filled"),
+    results.Declared(
+        id="latency_constants_x0.5_x2", kind="check",
+        statement="The P99 TTLT win over SRPT (>= 35%) survives each latency constant at "
+                  "x0.5 and x2 (at the base run's best gamma)",
+        paper="(our robustness check of the simulator's constants)",
+        rule="on every trace and every latency-constant variant of config.robust_scales, at the "
+             "headline load and the base run's best gamma (cache_aware mode), 1 - "
+             "gamma_boost_attained's P99 TTLT / SRPT's >= 0.35, and neither cell's window filled"),
+    results.Declared(
+        id="p99_ttlt_vs_srpt_running_first", kind="check",
+        statement="The P99 TTLT win over SRPT (>= 35%) survives when a waiting request can "
+                  "never preempt (vLLM's running-first queues), so that SRPT cannot thrash",
+        paper="(our check of the preemption rule)",
+        rule="measured only when 'running_first' is in config.modes: on every trace, in "
+             "running_first mode at that mode's headline load and gamma_boost_attained's best "
+             "gamma there, 1 - its P99 TTLT / SRPT's >= 0.35, and neither cell's window filled",
+        config="full"),
+    results.Declared(
+        id="conservation", kind="check",
+        statement="In every cell every request finished (each of its tokens emitted once) and "
+                  "the KV blocks held never exceeded the cap",
+        paper="(simulator check)",
+        rule="at least one cell, every cell's finished count equals its trace's request count, "
+             "and every cell's peak KV blocks <= config.kv_blocks"),
+    results.Declared(
+        id="window_never_full", kind="check",
+        statement="In every cell the claims read, the scheduler's window held every arrived "
+                  "request (else its order was cut to the window)",
+        paper="(simulator check)",
+        rule="window_full is 0 in every cell the claims read: FCFS, SRPT and gamma-Boost at "
+             "every gamma (base constants) and SRPT and gamma-Boost at the best gamma under "
+             "every latency-constant variant, at each trace's headline load in cache_aware mode"),
+)
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> list[Claim]:
   """The paper's claims, decided from the metrics of :func:`run` alone (pure).
 
@@ -449,24 +503,11 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
         note=(f"{replay}; least reduction {100 * min(r):.0f}% against {100 * cut:.0f}%; gamma "
               "picked on the same run's P99 TTLT" + fcfs_note))
 
-  out.append(Claim(
-      id="p99_ttlt_vs_srpt",
-      statement="Prediction-free gamma-Boost with cache-aware preemption has a P99 TTLT at "
-                "least 35% lower than SRPT with perfect length knowledge on the Azure traces",
-      paper="up to 35-50% lower P99 TTLT than SRPT (perfect lengths)",
-      ours="; ".join(rows), holds=all(ok), kind="paper", evidence=evidence(red_ttlt, cut_ttlt)))
-  out.append(Claim(
-      id="p99_ttft_vs_srpt",
-      statement="...and its TTFT is at least 34% lower (P99, at the same gamma and load)",
-      paper="TTFT 34-47% lower than SRPT",
-      ours="; ".join(rows_f), holds=all(ok_f), kind="paper",
-      evidence=evidence(red_ttft, cut_ttft)))
-  out.append(Claim(
-      id="latency_constants_x0.5_x2",
-      statement="The P99 TTLT win over SRPT (>= 35%) survives each latency constant at "
-                "x0.5 and x2 (at the base run's best gamma)",
-      paper="(our robustness check of the simulator's constants)",
-      ours="; ".join(rows_r), holds=all(ok_r), kind="check"))
+  out.append(CLAIMS["p99_ttlt_vs_srpt"].claim(
+      ours="; ".join(rows), holds=all(ok), evidence=evidence(red_ttlt, cut_ttlt)))
+  out.append(CLAIMS["p99_ttft_vs_srpt"].claim(
+      ours="; ".join(rows_f), holds=all(ok_f), evidence=evidence(red_ttft, cut_ttft)))
+  out.append(CLAIMS["latency_constants_x0.5_x2"].claim(ours="; ".join(rows_r), holds=all(ok_r)))
   if "running_first" in config.modes:
     rows_q, ok_q = [], []
     for tr in config.traces:
@@ -481,12 +522,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
                     f"{100 * r:.0f}% lower; SRPT preemptions "
                     f"{get('srpt', 0, load, 'base', 'preemptions'):.0f}"
                     + (" (window full)" if full else ""))
-    out.append(Claim(
-        id="p99_ttlt_vs_srpt_running_first",
-        statement="The P99 TTLT win over SRPT (>= 35%) survives when a waiting request can "
-                  "never preempt (vLLM's running-first queues), so that SRPT cannot thrash",
-        paper="(our check of the preemption rule)",
-        ours="; ".join(rows_q), holds=all(ok_q), kind="check"))
+    out.append(CLAIMS["p99_ttlt_vs_srpt_running_first"].claim(
+        ours="; ".join(rows_q), holds=all(ok_q)))
   short, over = [], []
   for k, v in m.items():
     tr = k.split("/")[0]
@@ -495,20 +532,12 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
     if k.endswith("/peak_blocks") and v > config.kv_blocks:
       over.append(k[:-len("/peak_blocks")])
   cells = sum(k.endswith("/finished") for k in m)
-  out.append(Claim(
-      id="conservation",
-      statement="In every cell every request finished (each of its tokens emitted once) and "
-                "the KV blocks held never exceeded the cap",
-      paper="(simulator check)",
+  out.append(CLAIMS["conservation"].claim(
       ours=(f"{cells} cells: {len(short)} with unfinished requests, {len(over)} over the cap"
             + (f" ({'; '.join((short + over)[:3])})" if short or over else "")),
-      holds=cells > 0 and not short and not over, kind="check"))
-  out.append(Claim(
-      id="window_never_full",
-      statement="In every cell the claims read, the scheduler's window held every arrived "
-                "request (else its order was cut to the window)",
-      paper="(simulator check)",
+      holds=cells > 0 and not short and not over))
+  out.append(CLAIMS["window_never_full"].claim(
       ours="iterations with a full window: " + ("; ".join(rows_w[:6]) if rows_w else "none")
            + (f" and {len(rows_w) - 6} more cells" if len(rows_w) > 6 else ""),
-      holds=not rows_w, kind="check"))
-  return out
+      holds=not rows_w))
+  return results.as_declared(out, CLAIMS)
