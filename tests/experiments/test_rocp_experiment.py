@@ -35,6 +35,8 @@ def _metrics(rocp_risk=1.0, baseline_risk=2.0, rocp_critical=0.01, baseline_crit
           m[f"{c}/{b}/critical_rate"] = baseline_critical
           m[f"{c}/{ours}_minus_{b}/robust_risk"] = rocp_risk - baseline_risk * scale
           m[f"{c}/{ours}_minus_{b}/robust_risk_se"] = 0.01
+          m[f"{c}/{ours}_minus_{b}/critical_rate"] = rocp_critical - baseline_critical
+          m[f"{c}/{ours}_minus_{b}/critical_rate_se"] = 0.001
         for x in experiment.PAPER_ALPHAS:
           m[f"{c}/{ours}/robust_risk@{x:g}"] = rocp_risk
           for b in others:
@@ -60,23 +62,25 @@ def _kinds():
 
 def test_claims_hold_when_rocp_is_ahead_and_fail_otherwise():
   assert _verdicts(_metrics()) == dict.fromkeys(
-      ("coverage", "coverage_released", "robust_risk", "robust_risk_ours", "critical_mistakes",
-       "critical_mistakes_pooled", "larger_gain_when_costly", "larger_gain_relative"), True)
-  # The paper's four claims count in the headline; our protocol's readings are checks.
+      ("coverage", "coverage_released", "robust_risk", "robust_risk_authors_eval",
+       "critical_mistakes", "critical_mistakes_authors_eval", "larger_gain_when_costly",
+       "larger_gain_authors_eval"), True)
+  # Each claim counts under both readings, its first rule keeping its first id.
   assert [k for k, v in _kinds().items() if v == "paper"] == [
-      "coverage", "robust_risk", "critical_mistakes", "larger_gain_when_costly"]
+      "coverage", "robust_risk", "robust_risk_authors_eval", "critical_mistakes",
+      "critical_mistakes_authors_eval", "larger_gain_when_costly", "larger_gain_authors_eval"]
   assert not _verdicts(_metrics(z=2.5))["coverage"]  # miscoverage 2.5 s.e. above alpha
   assert not _verdicts(_metrics(z=2.5))["coverage_released"]
   assert _verdicts(_metrics(z=2.0))["coverage"]
   worse = _verdicts(_metrics(rocp_risk=2.5))
-  assert not worse["robust_risk"] and not worse["robust_risk_ours"]
-  assert not _verdicts(_metrics(rocp_critical=0.03))["critical_mistakes_pooled"]
+  assert not worse["robust_risk"] and not worse["robust_risk_authors_eval"]
+  assert not _verdicts(_metrics(rocp_critical=0.03))["critical_mistakes"]
   # Per label: more than two paired s.e. above a baseline fails, within two holds.
-  assert not _verdicts(_metrics(label_diff=0.009, label_se=0.004))["critical_mistakes"]
-  assert _verdicts(_metrics(label_diff=0.007, label_se=0.004))["critical_mistakes"]
-  # The same relative gain (50%) under both losses is not a larger relative gain, but the
-  # absolute gap to RAC still grows with the baselines' risk: only the paper's reading holds.
+  assert not _verdicts(_metrics(label_diff=0.009, label_se=0.004))[
+      "critical_mistakes_authors_eval"]
+  assert _verdicts(_metrics(label_diff=0.007, label_se=0.004))["critical_mistakes_authors_eval"]
+  # The same risks under both losses: no larger relative gain, and no larger gap to RAC.
   same = _verdicts(_metrics(severe_gain=0.0))
-  assert not same["larger_gain_relative"] and not same["larger_gain_when_costly"]
+  assert not same["larger_gain_when_costly"] and not same["larger_gain_authors_eval"]
   grows = _verdicts(_metrics(severe_gain=0.5))
-  assert grows["larger_gain_when_costly"] and grows["larger_gain_relative"]
+  assert grows["larger_gain_authors_eval"] and grows["larger_gain_when_costly"]
