@@ -395,16 +395,15 @@ CLAIMS = results.declare(
 )
 RETIRED = (
     results.Retired(
-        "robust_risk_ours", False, "e525acf",
-        "the check name of robust_risk's original rule from the paper's evaluation's arrival "
-        "until its id and kind were given back; the paper's evaluation is "
-        "robust_risk_authors_eval"),
+        "robust_risk_ours", False, "cf9ca25",
+        "the check name of robust_risk's original rule, given its id and kind back; the "
+        "paper's evaluation is robust_risk_authors_eval"),
     results.Retired(
-        "critical_mistakes_pooled", False, "e525acf",
+        "critical_mistakes_pooled", False, "cf9ca25",
         "the check name of critical_mistakes's original rule, given its id and kind back; the "
         "paper's evaluation is critical_mistakes_authors_eval"),
     results.Retired(
-        "larger_gain_relative", False, "e525acf",
+        "larger_gain_relative", False, "cf9ca25",
         "the check name of larger_gain_when_costly's original rule, given its id and kind "
         "back; the paper's evaluation is larger_gain_authors_eval"),
 )
