@@ -460,6 +460,48 @@ def _fmt(x):
 
 
 
+CLAIMS = results.declare(
+    results.Declared(
+        id="vrpo_approaches_target", kind="paper",
+        statement="VRPO's samples approach the exact tilted distribution and end closer to it "
+        "than Diffusion-DPO, KL-regularised DDPO and reward-weighted regression",
+        paper="equivalent to training on the tilted distribution; stable and consistent "
+              "improvements over prior methods",
+        rule="at the first eta: VRPO's unbiased MMD^2 to the exact tilted target falls from "
+             "the first to the last evaluation point by more than 2 s.e. over seeds, and for "
+             "every other arm of config.arms the paired per-seed difference of final MMD^2 "
+             "(arm minus VRPO) is above 2 s.e."),
+    results.Declared(
+        id="vrpo_second_eta", kind="paper",
+        statement="at a second eta (the same value head) VRPO still ends closest to that "
+        "eta's tilted distribution",
+        paper="(the equivalence holds for any eta)",
+        rule="at the second eta, with the same stage-1 value head: VRPO's unbiased MMD^2 to "
+             "that eta's exact tilted target falls from the first to the last evaluation "
+             "point by more than 2 s.e. over seeds, and for every other arm of config.arms "
+             "the paired per-seed difference of final MMD^2 (arm minus VRPO) is above 2 s.e.",
+        config="quick"),  # the tiny config has one eta
+    results.Declared(
+        id="dpo_biased", kind="paper",
+        statement="Diffusion-DPO, whose optimum is stated to be the same tilted distribution, "
+        "ends measurably farther from it than VRPO",
+        paper="DPO variants equate trajectory likelihood with final-state probability, "
+              "which leads to suboptimal alignment",
+        rule="at every eta of config.etas, the paired per-seed difference of final MMD^2 to "
+             "the exact tilted target (Diffusion-DPO minus VRPO) is above 2 s.e. over seeds"),
+    results.Declared(
+        id="value_head_matches", kind="check",
+        statement="the stage-1 head's soft value matches Monte Carlo continuations of the "
+        "base chain",
+        paper="(our check of stage 1)",
+        rule="at every eta, |V_head - V_mc| averaged over value_check_states base-chain "
+             "states (V_mc from value_check_rollouts continuations each) and over seeds is "
+             "below config.value_tolerance (0.1 in the quick config)"),
+)
+"""Every claim :func:`claims` can produce, in its order (``vrpo_second_eta`` needs two
+``etas``: the tiny config reports it as not run)."""
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            ) -> list[results.Claim]:
   """The claims, from the config and :func:`run`'s metrics alone (pure).
@@ -469,9 +511,11 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   paired difference over seeds above 2 s.e.); ``vrpo_second_eta`` (paper): the same at the
   second ``eta``, the value head unchanged; ``dpo_biased`` (paper): Diffusion-DPO ends
   above VRPO at both ``eta`` by more than 2 s.e.; ``value_head_matches`` (check): the
-  head's soft value is within ``value_tolerance`` of the closed form on base-chain states,
-  on average, at every ``eta``. Each paper claim declares its evidence (the seeds, its
-  part nearest to deciding the other way: :func:`_part`, :func:`_margin`).
+  head's soft value is within ``value_tolerance`` of Monte Carlo continuations on base-chain
+  states, on average, at every ``eta``. Each paper claim declares its evidence (the seeds,
+  its part nearest to deciding the other way: ``results.margin_part``,
+  ``results.conjunction_margin``). The ids, rules and paper figures are declared in
+  :data:`CLAIMS` (no claim without the ``vrpo`` arm).
   """
   m = metrics
   out = []
@@ -498,12 +542,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
     return bool(ok), text, conjunction_margin(facts)
 
   ok, text, margin = beats("eta0")
-  out.append(results.Claim(
-      id="vrpo_approaches_target", statement="VRPO's samples approach the exact tilted "
-      "distribution and end closer to it than Diffusion-DPO, KL-regularised DDPO and "
-      "reward-weighted regression",
-      paper="equivalent to training on the tilted distribution; stable and consistent "
-            "improvements over prior methods", ours=text, holds=ok, kind="paper",
+  out.append(CLAIMS["vrpo_approaches_target"].claim(
+      ours=text, holds=ok,
       evidence=results.Evidence(
           seeds=seeds, margin_se=margin,
           after_change=("88167d6: per-arm learning rates tuned on seed 100 (DDPO 1e-3 -> "
@@ -512,10 +552,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
           note="RWR regresses on exact base samples, which a real model would not have")))
   if len(config.etas) > 1:
     ok, text, margin = beats("eta1")
-    out.append(results.Claim(
-        id="vrpo_second_eta", statement="at a second eta (the same value head) VRPO still "
-        "ends closest to that eta's tilted distribution", paper="(the equivalence holds for "
-        "any eta)", ours=text, holds=ok, kind="paper",
+    out.append(CLAIMS["vrpo_second_eta"].claim(
+        ours=text, holds=ok,
         evidence=results.Evidence(
             seeds=seeds, margin_se=margin,
             note=("run with the per-arm rates set after 88167d6's first run, whose verdict "
@@ -528,16 +566,11 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
       facts.append(margin_part(g, 0.0, s, bool(g > 2 * s), seeds))
       parts.append(f"eta {m[f'eta{i}_eta']:g}: DPO {_fmt(m[f'eta{i}_dpo_mmd'])} vs VRPO "
                    f"{_fmt(m[f'eta{i}_vrpo_mmd'])} ({g:+.4f} +- {s:.4f})")
-    out.append(results.Claim(
-        id="dpo_biased", statement="Diffusion-DPO, whose optimum is stated to be the same "
-        "tilted distribution, ends measurably farther from it than VRPO",
-        paper="DPO variants equate trajectory likelihood with final-state probability, "
-              "which leads to suboptimal alignment", ours="; ".join(parts), holds=ok,
-        kind="paper", evidence=results.Evidence(seeds=seeds, margin_se=conjunction_margin(facts))))
+    out.append(CLAIMS["dpo_biased"].claim(
+        ours="; ".join(parts), holds=ok,
+        evidence=results.Evidence(seeds=seeds, margin_se=conjunction_margin(facts))))
   errs = [m[f"eta{i}_value_error"] for i in range(len(config.etas))]
-  out.append(results.Claim(
-      id="value_head_matches", statement="the stage-1 head's soft value matches Monte Carlo "
-      "continuations of the base chain", paper="(our check of stage 1)",
+  out.append(CLAIMS["value_head_matches"].claim(
       ours="; ".join(f"eta {m[f'eta{i}_eta']:g}: mean |V_head - V_mc| {e:.3f} (Monte Carlo "
                      f"against the continuous-time closed form: "
                      f"{m[f'eta{i}_value_gap_exact']:.3f}, the chain's discretisation)"
@@ -545,8 +578,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            + f"; tolerance {float(config.value_tolerance):g}, "
            f"{int(config.value_check_states)} states x {int(config.value_check_rollouts)} "
            "continuations",
-      holds=bool(max(errs) < float(config.value_tolerance)), kind="check"))
-  return out
+      holds=bool(max(errs) < float(config.value_tolerance))))
+  return results.as_declared(out, CLAIMS)
 
 
 def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
