@@ -42,5 +42,5 @@ def get_config() -> ml_collections.ConfigDict:
     return c
 
   config.runs = ml_collections.ConfigDict(
-      {"burgers": burgers, "darcy85": darcy(85, 0.0108), "darcy141": darcy(141, 0.0109)})
+      {"burgers1024": burgers, "darcy": darcy(85, 0.0108), "darcy141": darcy(141, 0.0109)})
   return config
