@@ -393,6 +393,50 @@ def _shorten_parts(m, a: str, suffix: str, ratio: float, seeds: int):
                 higher_passes=False)]
 
 
+CLAIMS = results.declare(
+    results.Declared(
+        id="msc_grows", kind="paper",
+        statement="the minimal sufficient chain found by forced answering grows with "
+        "difficulty",
+        paper="MSC scales with question difficulty (thresholds grow with it)",
+        rule="the mean MSC steps (over questions and seeds) rise strictly from each training "
+             "level to the next (every adjacent difference above 0, no s.e. asked)"),
+    results.Declared(
+        id="mft_shortens", kind="paper",
+        statement="MFT cuts thinking tokens substantially at equal or better accuracy",
+        paper="7B model: mean length 5239 -> 1267 tokens, +2.7 accuracy points (MFT + SAPO)",
+        rule="on the training levels: MFT's mean thinking tokens at most config.shorten_ratio "
+             "(0.7 in the quick config) times the base model's, and the paired per-seed "
+             "accuracy difference (MFT minus base) not below -2 s.e. over seeds"),
+    results.Declared(
+        id="sapo_shortens", kind="paper",
+        statement="SAPO cuts thinking tokens substantially at equal or better accuracy",
+        paper="7B model: mean length 5239 -> 1267 tokens, +2.7 accuracy points (MFT + SAPO)",
+        rule="on the training levels: SAPO's mean thinking tokens at most "
+             "config.shorten_ratio (0.7 in the quick config) times the base model's, and the "
+             "paired per-seed accuracy difference (SAPO minus base) not below -2 s.e. over "
+             "seeds"),
+    results.Declared(
+        id="heldout_holds", kind="paper",
+        statement="on harder held-out levels too, thinking tokens fall substantially at equal "
+        "or better accuracy",
+        paper="improvements across difficulty levels",
+        rule="on every level of config.eval_levels not in config.train_levels, for MFT and "
+             "for SAPO: mean thinking tokens at most config.shorten_ratio (0.7 in the quick "
+             "config) times the base model's on that level, and the paired per-seed accuracy "
+             "difference (method minus base) on that level not below -2 s.e. over seeds"),
+    results.Declared(
+        id="beats_truncation", kind="paper",
+        statement="at the same mean length SAPO beats a fixed thinking budget",
+        paper="a principled criterion instead of fixed budget tiers",
+        rule="on the training levels, the paired per-seed accuracy difference (SAPO minus the "
+             "base model cut at a thinking budget of MFT's mean length, per seed) above 2 s.e. "
+             "over seeds"),
+)
+"""Every claim :func:`claims` can produce, in its order (every committed config holds out
+a level, so each measures ``heldout_holds``)."""
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            ) -> list[results.Claim]:
   """The claims, from the config and :func:`run`'s metrics alone (pure).
@@ -407,8 +451,9 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   accuracy is above the truncated base's by more than 2 s.e.
 
   Each claim declares its evidence (:class:`results.Evidence`): the seeds, the margin of
-  its part nearest to deciding the other way (:func:`_part`, :func:`_margin`), and why
-  ``msc_grows`` holds by construction.
+  its part nearest to deciding the other way (``results.margin_part``,
+  ``results.conjunction_margin``), and why ``msc_grows`` holds by construction. The ids,
+  rules and paper figures are declared in :data:`CLAIMS`.
   """
   m = metrics
   out = []
@@ -419,14 +464,12 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   grows = [margin_part(b - a, 0.0, float(np.hypot(sa, sb)), bool(b - a > 0), seeds)
            for a, b, sa, sb in zip(steps, steps[1:], steps_se, steps_se[1:])]
   agree = [m[f"msc_agree_L{x}"] for x in lv]
-  out.append(results.Claim(
-      id="msc_grows", statement="the minimal sufficient chain found by forced answering grows "
-      "with difficulty", paper="MSC scales with question difficulty (thresholds grow with it)",
+  out.append(CLAIMS["msc_grows"].claim(
       ours=("MSC steps by level " + ", ".join(f"L{x}: {s:.2f}" for x, s in zip(lv, steps))
             + "; agreement with the planted length " + ", ".join(
                 f"L{x}: {a:.2f}" for x, a in zip(lv, agree))
             + f"; {int(m['num_seeds'])} seeds"),
-      holds=bool(np.all(np.diff(steps) > 0)), kind="paper",
+      holds=bool(np.all(np.diff(steps) > 0)),
       evidence=results.Evidence(
           seeds=seeds, margin_se=conjunction_margin(grows),
           by_construction=(
@@ -439,15 +482,12 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   for a in ("mft", "sapo"):
     ok, g, se = _acc_ok(m, a, "base")
     short = m[f"{a}_tokens"] <= ratio * m["base_tokens"]
-    out.append(results.Claim(
-        id=f"{a}_shortens", statement=f"{a.upper()} cuts thinking tokens substantially at equal "
-        "or better accuracy", paper="7B model: mean length 5239 -> 1267 tokens, +2.7 accuracy "
-        "points (MFT + SAPO)",
+    out.append(CLAIMS[f"{a}_shortens"].claim(
         ours=(f"tokens {m['base_tokens']:.1f} -> {m[f'{a}_tokens']:.1f} (threshold "
               f"{ratio:g}x); accuracy {m['base_acc']:.3f} -> {m[f'{a}_acc']:.3f} "
               f"({g:+.3f} +- {se:.3f}); the base trained as many more steps on its own "
               f"rows: {m['base_more_acc']:.3f} at {m['base_more_tokens']:.1f} tokens"),
-        holds=bool(ok and short), kind="paper",
+        holds=bool(ok and short),
         evidence=results.Evidence(
             seeds=seeds, margin_se=conjunction_margin(_shorten_parts(m, a, "", ratio, seeds)),
             note=(f"equal accuracy by the 2-s.e. rule at s.e. {se:.3g}: a drop of "
@@ -465,24 +505,20 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
         parts.append(f"L{x} {a}: {m[f'{a}_acc_L{x}']:.3f} vs base {m[f'base_acc_L{x}']:.3f} "
                      f"({g:+.3f} +- {se:.3f}), tokens {m[f'{a}_tokens_L{x}']:.1f} vs "
                      f"{m[f'base_tokens_L{x}']:.1f}")
-    out.append(results.Claim(
-        id="heldout_holds", statement="on harder held-out levels too, thinking tokens fall "
-        "substantially at equal or better accuracy", paper="improvements across difficulty "
-        "levels", ours="; ".join(parts) + f" (chance {1 / int(config.modulus):.2f})",
-        holds=bool(ok_all), kind="paper",
+    out.append(CLAIMS["heldout_holds"].claim(
+        ours="; ".join(parts) + f" (chance {1 / int(config.modulus):.2f})",
+        holds=bool(ok_all),
         evidence=results.Evidence(
             seeds=seeds, margin_se=conjunction_margin(held_parts),
             note=(f"accuracy {min(held_accs):.2f}-{max(held_accs):.2f} held out against chance "
                   f"{1 / int(config.modulus):.2f}; the token cut joined the claim after a "
                   "first run where accuracy alone held vacuously"))))
   g, se = m["gap_acc_sapo_vs_truncated"], m["gap_acc_sapo_vs_truncated_se"]
-  out.append(results.Claim(
-      id="beats_truncation", statement="at the same mean length SAPO beats a fixed thinking "
-      "budget", paper="a principled criterion instead of fixed budget tiers",
+  out.append(CLAIMS["beats_truncation"].claim(
       ours=(f"budget {m['truncation_budget']:.1f} tokens (MFT's mean): truncated base "
             f"{m['truncated_acc']:.3f} at {m['truncated_tokens']:.1f} tokens, SAPO "
             f"{m['sapo_acc']:.3f} at {m['sapo_tokens']:.1f} ({g:+.3f} +- {se:.3f})"),
-      holds=bool(g > 2 * se), kind="paper",
+      holds=bool(g > 2 * se),
       evidence=results.Evidence(
           seeds=seeds,
           margin_se=conjunction_margin([margin_part(g, 0.0, se, bool(g > 2 * se), seeds)]),
@@ -490,7 +526,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
                 f"steps (trained as many more: {m['base_more_acc']:.3f} untruncated), so part "
                 f"of the gap is training; its one budget ({m['truncation_budget']:.1f} tokens) "
                 f"is under the {2 * max(lv)} tokens of the hardest level's planted prefix"))))
-  return out
+  return results.as_declared(out, CLAIMS)
 
 
 def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
