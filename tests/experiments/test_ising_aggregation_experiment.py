@@ -46,6 +46,10 @@ def test_claims_hold_on_metrics_that_say_so():
   assert "sens 0.800, spec 0.772" in ours["finite_k_flip"]
   kinds = {c.id: c.kind for c in experiment.claims(config, _metrics(config))}
   assert {k for k, v in kinds.items() if v == "baseline"} == {"crowd_mv", "crowd_ds"}
+  assert list(got) == list(experiment.CLAIMS)  # every declared claim, in declared order
+  # A run without the crowd labels (use_crowd_data False) measures all but the two baselines.
+  m = {k: v for k, v in _metrics(config).items() if not k.startswith("crowd_")}
+  assert list(_verdicts(config, m)) == [i for i in experiment.CLAIMS if not i.startswith("crowd_")]
 
 
 def test_claims_fail_on_metrics_that_say_so():
