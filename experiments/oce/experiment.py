@@ -48,6 +48,7 @@ from reprojax.algorithms import flow_matching as fm
 from reprojax.algorithms import oce
 from reprojax.data import digits
 from reprojax.experiments import common
+from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.digit_generator import empty_tokens
 from reprojax.experiments.digit_generator import init_params
@@ -480,6 +481,78 @@ def _better_margin(d, se, z, match_part, pre_ok) -> float | None:
   return _conjunction_margin([match_part, (d < -z * se, margin_in_se(d, -z * se, se))])
 
 
+def _task_declared(name: str, what: str, guide: int, config: str = "") -> tuple:
+  """The four claims of one erasure task (``name``: its ``config.erase_sets`` entry)."""
+  pre = ("the generator_works check holds, both OCE and UCE reached a strength on the "
+         "validation prompts with erased accuracy <= config.erase_target (0.1), and OCE's "
+         "held-out erased-digit accuracy minus UCE's, paired over config.num_test_seeds "
+         "sampling seeds, is <= config.z (2) s.e. (matched erasure); then ")
+  return (
+      results.Declared(
+          id=f"better_preservation_{name}", kind="paper",
+          statement=f"erasing {what} (toward {guide}), OCE changes the other digits' images "
+                    "less than UCE at matched erasure (strengths tuned on validation prompts, "
+                    "scored on held-out ones)",
+          paper="OCE outperforms editing baselines (UCE) in non-target preservation",
+          rule=pre + "the paired mean difference (OCE minus UCE) of the other digits' pixel "
+                     "MSE to the unedited images is below -config.z (2) s.e.",
+          config=config),
+      results.Declared(
+          id=f"better_quality_{name}", kind="paper",
+          statement=f"erasing {what}, OCE's other digits are closer to real ones than UCE's "
+                    "(Frechet distance in the classifier's features, the FID of this model)",
+          paper="OCE keeps generation quality better than UCE (FID)",
+          rule=pre + "the paired mean difference (OCE minus UCE) of the other digits' Frechet "
+                     "distance to real digits in the classifier's features is below -config.z "
+                     "(2) s.e.",
+          config=config),
+      results.Declared(
+          id=f"oce_erases_{name}", kind="paper",
+          statement=f"OCE erases {what}: its accuracy on held-out prompts falls to the target",
+          paper="precise concept erasure",
+          rule="the generator_works check holds and OCE's erased-digit accuracy on held-out "
+               "prompts (mean over config.num_test_seeds) is <= config.erase_target (0.1)",
+          config=config),
+      results.Declared(
+          id=f"norms_kept_{name}", kind="check",
+          statement="the orthogonal edit keeps every value's norm (so angles between values "
+                    "too)",
+          paper="neuron magnitude and angular geometry preserved (by construction)",
+          rule="OCE's max relative change of a value's norm, over layers and concept rows, "
+               "is < 1e-4",
+          config=config),
+  )
+
+
+CLAIMS = results.declare(
+    results.Declared(
+        id="generator_works", kind="check",
+        statement="the unedited generator draws the digit it is asked for (held-out prompts)",
+        paper=">= 80% by the frozen classifier (ours, a precondition)",
+        rule="the unedited generator's held-out accuracy by the frozen classifier is >= "
+             "config.min_unedited_acc (0.8)"),
+    *_task_declared("3", "digit 3", 8),
+    *_task_declared("25", "digits 2 and 5", 7),
+    *_task_declared("1479", "digits 1 and 4 and 7 and 9", 0, config="full"),
+    results.Declared(
+        id="scales_with_concepts", kind="paper",
+        statement="from fewer to more erased concepts, OCE's change to the other digits grows "
+                  "less than UCE's (the subspace objective against additive conflicts)",
+        paper="subspace-level objective: more effective and scalable multi-concept erasure",
+        rule="made when the tasks differ in size: the generator_works check holds and the "
+             "ratio of the other digits' pixel MSE change (task with most erased digits over "
+             "task with fewest) is smaller for OCE than for UCE (no s.e.)"),
+    results.Declared(
+        id="hundred_concepts_time", kind="paper",
+        statement="100 concepts erased at once on SD v1.4's 16 cross-attention shapes within "
+                  "the paper's 4.3 s",
+        paper="4.3 s (GPU, text encoding included)",
+        rule="the median of config.timing_repeats timed calls (after a compiling one) of "
+             "OCE's edit of config.timing_concepts concepts on SD v1.4's 16 cross-attention "
+             "shapes, concept-free terms cached, is <= config.paper_seconds (4.3 s)"),
+)
+
+
 def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
   """The paper's claims, checked on the metrics ``m`` of :func:`run` (a pure function of both).
 
@@ -493,11 +566,9 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
   one_gen = (f"one generator; the s.e. is over {int(config.num_test_seeds)} paired sampling "
              "seeds on it")
   generator_ok = m["unedited/test_acc"] >= config.min_unedited_acc
-  out = [Claim("generator_works",
-               "the unedited generator draws the digit it is asked for (held-out prompts)",
-               f">= {config.min_unedited_acc:.0%} by the frozen classifier (ours, a precondition)",
-               f"{m['unedited/test_acc']:.1%} (classifier on real test digits "
-               f"{m['classifier/test_acc']:.1%})", generator_ok, kind="check")]
+  out = [CLAIMS["generator_works"].claim(
+      ours=(f"{m['unedited/test_acc']:.1%} (classifier on real test digits "
+            f"{m['classifier/test_acc']:.1%})"), holds=generator_ok)]
   task_list = tasks(config)
   for name, erased, guide in task_list:
     g = lambda k, n=name: m[f"{n}/{k}"]  # noqa: E731
@@ -514,65 +585,56 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
     # check, or a method with no qualifying strength) decides a verdict with no margin.
     match_part = (d_e <= z * se_e_, margin_in_se(d_e, z * se_e_, se_e))
     pre_ok = generator_ok and both_ok
-    out.append(Claim(
-        f"better_preservation_{name}",
-        f"erasing {what} (toward {guide}), OCE changes the other digits' images less than UCE "
-        f"at matched erasure (strengths tuned on validation prompts, scored on held-out ones)",
-        "OCE outperforms editing baselines (UCE) in non-target preservation",
-        f"pixel MSE to the unedited images {g('oce/test/preserved_change'):.4f} vs "
+    out.append(CLAIMS[f"better_preservation_{name}"].claim(
+        statement=(f"erasing {what} (toward {guide}), OCE changes the other digits' images "
+                   "less than UCE at matched erasure (strengths tuned on validation prompts, "
+                   "scored on held-out ones)"),
+        ours=f"pixel MSE to the unedited images {g('oce/test/preserved_change'):.4f} vs "
         f"{g('uce/test/preserved_change'):.4f} (diff {d_c:+.4f} +- {se_c:.4f}); erased-digit "
         f"accuracy {oce_e:.1%} vs {uce_e:.1%}; other digits' accuracy "
         f"{g('oce/test/preserved_acc'):.1%} vs {g('uce/test/preserved_acc'):.1%}; strengths "
         f"{g('oce/pick_scale'):g} / {g('uce/pick_scale'):g}" + tail,
-        matched and d_c < -z * se_c, kind="paper",
+        holds=matched and d_c < -z * se_c,
         evidence=Evidence(seeds=gens, margin_se=_better_margin(d_c, se_c, z, match_part, pre_ok),
                           note=one_gen)))
     d_f, se_f = g("diff/fd"), g("diff/fd_se")
     below = g("oce/test/fd") < g("unedited/fd")
-    out.append(Claim(
-        f"better_quality_{name}",
-        f"erasing {what}, OCE's other digits are closer to real ones than UCE's (Frechet "
-        f"distance in the classifier's features, the FID of this model)",
-        "OCE keeps generation quality better than UCE (FID)",
-        f"FD {g('oce/test/fd'):.2f} vs {g('uce/test/fd'):.2f} (diff {d_f:+.2f} +- {se_f:.2f}; "
+    out.append(CLAIMS[f"better_quality_{name}"].claim(
+        statement=(f"erasing {what}, OCE's other digits are closer to real ones than UCE's "
+                   "(Frechet distance in the classifier's features, the FID of this model)"),
+        ours=f"FD {g('oce/test/fd'):.2f} vs {g('uce/test/fd'):.2f} (diff {d_f:+.2f} +- {se_f:.2f}; "
         f"unedited {g('unedited/fd'):.2f})" + tail,
-        matched and d_f < -z * se_f, kind="paper",
+        holds=matched and d_f < -z * se_f,
         evidence=Evidence(
             seeds=gens, margin_se=_better_margin(d_f, se_f, z, match_part, pre_ok),
             note=(f"OCE's FD is below the unedited model's ({g('oce/test/fd'):.2f} < "
                   f"{g('unedited/fd'):.2f}): FD sees OCE shift the drawings, not keep them, so "
                   "this is not evidence of kept quality (README); " if below else "") + one_gen)))
-    out.append(Claim(
-        f"oce_erases_{name}",
-        f"OCE erases {what}: its accuracy on held-out prompts falls to the target",
-        "precise concept erasure",
-        f"{g('unedited/erased_acc'):.1%} -> {oce_e:.1%} (target <= {config.erase_target:.0%}; "
+    out.append(CLAIMS[f"oce_erases_{name}"].claim(
+        statement=f"OCE erases {what}: its accuracy on held-out prompts falls to the target",
+        ours=f"{g('unedited/erased_acc'):.1%} -> {oce_e:.1%} (target <= {config.erase_target:.0%}; "
         f"UCE {uce_e:.1%}); drawn as the guide {guide}: OCE {g('oce/test/guide_rate'):.0%}, "
         f"UCE {g('uce/test/guide_rate'):.0%}",
-        generator_ok and oce_e <= config.erase_target, kind="paper",
+        holds=generator_ok and oce_e <= config.erase_target,
         evidence=Evidence(
             seeds=gens,
             margin_se=(margin_in_se(oce_e, config.erase_target, g("oce/test/erased_acc_se"))
                        if generator_ok else None),
             note=(f"the strength was picked on validation prompts to reach the same "
                   f"{config.erase_target:.0%}; " + one_gen))))
-    out.append(Claim(
-        f"norms_kept_{name}",
-        "the orthogonal edit keeps every value's norm (so angles between values too)",
-        "neuron magnitude and angular geometry preserved (by construction)",
-        f"max relative norm change {g('oce/max_norm_change'):.1e}",
-        g("oce/max_norm_change") < 1e-4, kind="check"))
+    out.append(CLAIMS[f"norms_kept_{name}"].claim(
+        ours=f"max relative norm change {g('oce/max_norm_change'):.1e}",
+        holds=g("oce/max_norm_change") < 1e-4))
   few, many = min(task_list, key=lambda t: len(t[1])), max(task_list, key=lambda t: len(t[1]))
   if len(many[1]) > len(few[1]):
     ratio = {k: m[f"{many[0]}/{k}/test/preserved_change"] /
              max(m[f"{few[0]}/{k}/test/preserved_change"], 1e-12) for k in ("oce", "uce")}
-    out.append(Claim(
-        "scales_with_concepts",
-        f"from {len(few[1])} to {len(many[1])} erased concepts, OCE's change to the other digits "
-        "grows less than UCE's (the subspace objective against additive conflicts)",
-        "subspace-level objective: more effective and scalable multi-concept erasure",
-        f"change x{ratio['oce']:.2f} for OCE, x{ratio['uce']:.2f} for UCE",
-        generator_ok and ratio["oce"] < ratio["uce"], kind="paper",
+    out.append(CLAIMS["scales_with_concepts"].claim(
+        statement=(f"from {len(few[1])} to {len(many[1])} erased concepts, OCE's change to the "
+                   "other digits grows less than UCE's (the subspace objective against "
+                   "additive conflicts)"),
+        ours=f"change x{ratio['oce']:.2f} for OCE, x{ratio['uce']:.2f} for UCE",
+        holds=generator_ok and ratio["oce"] < ratio["uce"],
         evidence=Evidence(
             seeds=gens, margin_se=None,  # no s.e. of a ratio of two tasks' means is measured
             note=(f"{len(few[1])} and {len(many[1])} concepts only; OCE's strengths "
@@ -581,15 +643,13 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
   t = m["timing/oce_cached_s"]
   full = (f"; {m['timing/oce_full_s']:.2f} s without the cache" if "timing/oce_full_s" in m
           else "")
-  out.append(Claim(
-      "hundred_concepts_time",
-      f"{config.timing_concepts} concepts erased at once on SD v1.4's 16 cross-attention shapes "
-      f"within the paper's {config.paper_seconds:g} s",
-      f"{config.paper_seconds:g} s (GPU, text encoding included)",
-      f"{t:.2f} s median of {config.timing_repeats} on this CPU, concept-free terms cached "
+  out.append(CLAIMS["hundred_concepts_time"].claim(
+      statement=(f"{config.timing_concepts} concepts erased at once on SD v1.4's 16 "
+                 f"cross-attention shapes within the paper's {config.paper_seconds:g} s"),
+      ours=f"{t:.2f} s median of {config.timing_repeats} on this CPU, concept-free terms cached "
       f"({m['timing/cache_s']:.1f} s once per model){full}; first call "
       f"{m['timing/oce_cached_first_s']:.2f} s with compilation; UCE {m['timing/uce_s']:.2f} s",
-      t <= config.paper_seconds, kind="paper",
+      holds=t <= config.paper_seconds,
       evidence=Evidence(
           seeds=1, timing=True,
           after_change=("a2d089a: make reproduce runs the timed papers alone, after this claim "
@@ -597,4 +657,4 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
           note=(f"median of {config.timing_repeats} calls in one run; the first call, "
                 f"compilation included, took {m['timing/oce_cached_first_s']:.2f} s; the "
                 "paper's figure is a GPU time with text encoding"))))
-  return out
+  return results.as_declared(out, CLAIMS)
