@@ -460,6 +460,60 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   return metrics
 
 
+def _ablation_rule(ablation: str) -> str:
+  return ("CausalDPO's OOD score (mean over config.ood's shifts of HR@10 and NDCG@10, at its "
+          "invariance weight picked on validation worst-environment NDCG@10) minus that of "
+          f"{ablation}, paired over config.num_seeds seeds, is above 2 s.e.")
+
+
+CLAIMS = results.declare(
+    results.Declared(
+        id="dpo_amplifies", kind="paper",
+        statement="DPO amplifies the spurious correlation from environmental confounders",
+        paper="amplifies (systematic study and analysis)",
+        rule="DPO's popularity slope of the mean logit minus SFT's, paired over "
+             "config.num_seeds seeds, is above 2 s.e."),
+    results.Declared(
+        id="ood_gain", kind="paper",
+        statement="CausalDPO improves out-of-distribution recommendation over DPO",
+        paper="+24.10% average over four metrics and four shift settings",
+        rule="CausalDPO's mean relative OOD gain over DPO (HR@10 and NDCG@10 in each of "
+             "config.ood's shifts, at the invariance weight picked on validation) is above 0, "
+             "and its OOD score minus DPO's, paired over config.num_seeds seeds, is above "
+             "2 s.e."),
+    results.Declared(
+        id="id_close", kind="paper",
+        statement="in distribution CausalDPO stays close to DPO",
+        paper="close (ID results beside OOD)",
+        rule="|CausalDPO's in-distribution mean relative change against DPO (HR@10 and "
+             "NDCG@10, means over seeds)| <= config.id_tolerance (5%)"),
+    results.Declared(
+        id="ablation_no_backdoor", kind="paper",
+        statement="removing the backdoor adjustment lowers out-of-distribution accuracy",
+        paper="each component contributes (ablation)",
+        rule=_ablation_rule("the same at the same weight with the batch's environment "
+                            "frequencies in place of the backdoor adjustment's uniform prior")),
+    results.Declared(
+        id="ablation_no_invariance", kind="paper",
+        statement="removing the invariance penalty lowers out-of-distribution accuracy",
+        paper="each component contributes (ablation)",
+        rule=_ablation_rule("the same with invariance weight 0")),
+    results.Declared(
+        id="ablation_random", kind="paper",
+        statement="removing the inferred environments (random ones instead) lowers "
+                  "out-of-distribution accuracy",
+        paper="each component contributes (ablation)",
+        rule=_ablation_rule("the same at the same weight with random one-hot environment "
+                            "memberships in place of the inferred clusters")),
+    results.Declared(
+        id="environments_found", kind="check",
+        statement="soft clustering of the reference representation recovers the environments",
+        paper="latent environments modelled by soft clustering (no figure)",
+        rule="the mean over seeds of the clusters' adjusted Rand index against the true "
+             "environments is >= config.min_ari (0.5)"),
+)
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> list[results.Claim]:
   """The paper's claims, from the config and :func:`run`'s metrics alone (pure).
 
@@ -470,7 +524,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
   ``ablation_<x>``: removing the backdoor adjustment, the invariance penalty or
   the inferred environments (random ones instead) lowers OOD accuracy by more
   than 2 s.e. (paired). Check ``environments_found``: the clusters' mean ARI
-  against the true environments is at least ``min_ari``.
+  against the true environments is at least ``min_ari``. Each is declared, with its
+  rule, in :data:`CLAIMS`.
   """
   m = metrics
   n = int(m["num_seeds"])
@@ -492,25 +547,19 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
 
   oods = ", ".join(config.ood.keys())
   out = [
-      results.Claim(
-          id="dpo_amplifies",
-          statement="DPO amplifies the spurious correlation from environmental confounders",
-          paper="amplifies (systematic study and analysis)",
+      CLAIMS["dpo_amplifies"].claim(
           ours=(f"popularity slope of the mean logit: SFT {m['sft_pop_slope']:.3f}, DPO "
                 f"{m['dpo_pop_slope']:.3f} (paired difference {pm('dpo_minus_sft_pop_slope')}, "
                 f"{n} seeds)"),
-          holds=bool(sig("dpo_minus_sft_pop_slope")), kind="paper",
+          holds=bool(sig("dpo_minus_sft_pop_slope")),
           evidence=results.Evidence(seeds=n, margin_se=sig_margin("dpo_minus_sft_pop_slope"),
                                     note="paired over seeds")),
-      results.Claim(
-          id="ood_gain",
-          statement="CausalDPO improves out-of-distribution recommendation over DPO",
-          paper="+24.10% average over four metrics and four shift settings",
+      CLAIMS["ood_gain"].claim(
           ours=(f"{100 * m['gain_vs_dpo']:+.1f}% average over HR@10 and NDCG@10 in {oods} "
                 f"(vs S-DPO {100 * m['gain_vs_sdpo']:+.1f}%); OOD score CausalDPO "
                 f"{pm('causal_ood')}, DPO {pm('dpo_ood')}; paired {pm('paired_ood_vs_dpo')}; "
                 f"invariance weight {m['causal_weight']:g} picked on validation"),
-          holds=bool(m["gain_vs_dpo"] > 0 and sig("paired_ood_vs_dpo")), kind="paper",
+          holds=bool(m["gain_vs_dpo"] > 0 and sig("paired_ood_vs_dpo")),
           evidence=results.Evidence(
               seeds=n, margin_se=(sig_margin("paired_ood_vs_dpo")
                                   if m["gain_vs_dpo"] > 0 or not sig("paired_ood_vs_dpo")
@@ -518,13 +567,10 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
               note="margin of the paired OOD difference (the relative gain has no s.e.); "
               f"against S-DPO {100 * m['gain_vs_sdpo']:+.1f}% "
               "(README: the gain over DPO is the multi-negative loss's)")),
-      results.Claim(
-          id="id_close",
-          statement="in distribution CausalDPO stays close to DPO",
-          paper="close (ID results beside OOD)",
+      CLAIMS["id_close"].claim(
           ours=(f"{100 * m['id_gain_vs_dpo']:+.1f}% (HR@10, NDCG@10 mean); NDCG@10 CausalDPO "
                 f"{pm('causal_id_ndcg')}, DPO {pm('dpo_id_ndcg')}"),
-          holds=bool(abs(m["id_gain_vs_dpo"]) <= config.id_tolerance), kind="paper",
+          holds=bool(abs(m["id_gain_vs_dpo"]) <= config.id_tolerance),
           evidence=results.Evidence(
               seeds=n, note=f"{100 * abs(m['id_gain_vs_dpo']):.2f}% against a "
               f"{100 * config.id_tolerance:g}% band; the run gives no s.e. of the relative "
@@ -541,28 +587,20 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
                             f"({w:g})" for w in config.invariance_weights
                             if float(w) != float(m["causal_weight"]))),
   }
-  for ab, what in (("causal_no_backdoor", "the backdoor adjustment"),
-                   ("causal_no_invariance", "the invariance penalty"),
-                   ("causal_random", "the inferred environments (random ones instead)")):
+  for ab in ("causal_no_backdoor", "causal_no_invariance", "causal_random"):
     after, note = ab_facts[ab]
-    out.append(results.Claim(
-        id=f"ablation_{ab.removeprefix('causal_')}",
-        statement=f"removing {what} lowers out-of-distribution accuracy",
-        paper="each component contributes (ablation)",
+    out.append(CLAIMS[f"ablation_{ab.removeprefix('causal_')}"].claim(
         ours=(f"OOD score CausalDPO minus ablation {pm(ab + '_ood_gap')} (paired, {n} seeds); "
               f"ablation {pm(ab + '_ood')}"),
-        holds=bool(sig(ab + "_ood_gap")), kind="paper",
+        holds=bool(sig(ab + "_ood_gap")),
         evidence=results.Evidence(seeds=n, margin_se=sig_margin(ab + "_ood_gap"),
                                   after_change=after, note=note)))
-  out.append(results.Claim(
-      id="environments_found",
-      statement="soft clustering of the reference representation recovers the environments",
-      paper="latent environments modelled by soft clustering (no figure)",
+  out.append(CLAIMS["environments_found"].claim(
       ours=(f"adjusted Rand index {pm('ari')}; CausalDPO OOD with inferred {m['causal_ood']:.4f}, "
             f"oracle {m['causal_oracle_ood']:.4f}, random {m['causal_random_ood']:.4f} "
             "environments"),
-      holds=bool(m["ari"] >= config.min_ari), kind="check"))
-  return out
+      holds=bool(m["ari"] >= config.min_ari)))
+  return results.as_declared(out, CLAIMS)
 
 
 # ------------------------------------------------------------------------- main step
