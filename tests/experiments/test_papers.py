@@ -10,6 +10,7 @@ same numbers on 8 devices as on 1, at the tiny config's shapes, is checked with 
 8 devices split over two processes (``test_multihost.py``).
 """
 
+import glob
 import importlib
 import json
 import os
@@ -20,6 +21,7 @@ import jax
 import ml_collections
 import pytest
 
+from reprojax.experiments import claims_ledger
 from reprojax.experiments import registry
 from reprojax.experiments import results as results_lib
 from reprojax.experiments import sharding
@@ -99,6 +101,26 @@ def test_claims_recomputed_from_committed_metrics(slug):
   assert not nulls, f"non-finite committed metrics (null): {nulls}"
   counts = results_lib.count_by_kind(res["claims"])
   assert res["claim_counts"] == {k: {"hold": h, "of": n} for k, (h, n) in counts.items()}
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_declared_claims_match_the_ledger_and_the_committed_results(slug):
+  """Every paper declares its claims as data (``CLAIMS``); the ledger has recorded each with
+  its rule, no rule changed under an old id, no id was dropped without being retired; the
+  committed quick run holds exactly the declared ids, and every other committed run of the
+  paper only ids the ledger knows."""
+  declared, retired = claims_ledger.declarations(slug)
+  assert declared, f"{slug}: experiment.CLAIMS declares no claim"
+  assert not claims_ledger.problems(slug, declared, retired,
+                                    claims_ledger.load().get(slug, {}))
+  res = _committed(slug)
+  assert [c["id"] for c in res["claims"]] == list(declared)
+  assert [r["id"] for r in res.get("retired", [])] == [r.id for r in retired]
+  known = set(claims_ledger.load().get(slug, {}))
+  for path in glob.glob(os.path.join(ROOT, "results", slug, "*", "results.json")):
+    with open(path) as f:
+      unknown = {c["id"] for c in json.load(f)["claims"]} - known
+    assert not unknown, f"{path}: claim ids the ledger does not know: {sorted(unknown)}"
 
 
 def _experiment(slug):

@@ -119,3 +119,108 @@ def test_a_readme_shows_what_changed_without_the_commits():
   block = results_lib.paper_block(res)
   assert "moderate: rate 1e-3 -> 1e-4 |" in block and "abc1234" not in block
   assert res["claims"][0]["evidence"]["after_change"].startswith("abc1234, def5678: ")
+
+
+_DECLARED = results_lib.declare(
+    results_lib.Declared("a", "paper", "A beats B", "A +3%", "paired A - B above 2 s.e."),
+    results_lib.Declared("b", "check", "a bound", "(ours)", "x <= bound"),
+    results_lib.Declared("c", "paper", "RL helps", "RL +2%", "paired RL - base above 2 s.e.",
+                         config="rl"))
+
+
+def test_declared_claims_take_id_kind_and_paper_figure_from_the_declaration():
+  got = results_lib.as_declared(
+      [_DECLARED["b"].claim(ours="1 <= 2", holds=True),
+       _DECLARED["a"].claim(ours="+0.1", holds=True, evidence=_STRONG, statement="A beats B (4)")],
+      _DECLARED)
+  assert [(c.id, c.kind, c.paper, c.statement) for c in got] == [
+      ("a", "paper", "A +3%", "A beats B (4)"), ("b", "check", "(ours)", "a bound"),
+      ("c", "paper", "RL +2%", "RL helps")]
+  # The side config's claim is not run here: counted in N, never holding, graded "not run".
+  assert not got[2].holds and got[2].evidence.to_json()["grade"] == results_lib.NOT_RUN
+  res = _results(got)
+  assert res["claim_counts"]["paper"] == {"hold": 1, "of": 2}
+  assert results_lib.counts_text(results_lib.count_by_kind(res["claims"]),
+                                 results_lib.count_by_grade(res["claims"])).startswith(
+      "paper claims: 1 of 2 hold (1 strong, 0 moderate, 0 weak, 0 by construction), 1 not run")
+
+
+@pytest.mark.parametrize("claims,match", [
+    ([Claim("z", "s", "p", "o", True, kind="check")], "not declared"),
+    ([Claim("b", "s", "(ours)", "o", True, kind="paper")], "differ from the declaration"),
+    ([Claim("b", "s", "other figure", "o", True, kind="check")], "differ from the declaration"),
+    ([], "'a' was not measured"),
+])
+def test_a_run_holds_exactly_the_declared_claims(claims, match):
+  with pytest.raises(ValueError, match=match):
+    results_lib.as_declared(claims, _DECLARED)
+
+
+def test_declarations_are_checked():
+  d = results_lib.Declared("a", "paper", "s", "p", "rule")
+  with pytest.raises(ValueError, match="declared twice"):
+    results_lib.declare(d, d)
+  with pytest.raises(ValueError, match="kind"):
+    results_lib.declare(d._replace(kind="claim"))
+  with pytest.raises(ValueError, match="no rule"):
+    results_lib.declare(d._replace(rule=" "))
+  # The fingerprint pins the kind and the rule, not the wording of the statement.
+  assert d.fingerprint() == d._replace(statement="other words").fingerprint()
+  assert d.fingerprint() != d._replace(rule="rule, 3 s.e.").fingerprint()
+  assert d.fingerprint() != d._replace(kind="check").fingerprint()
+
+
+def test_the_report_takes_a_side_configs_verdict(tmp_path):
+  quick = _results(results_lib.as_declared(
+      [_DECLARED["a"].claim(ours="+0.1", holds=True, evidence=_STRONG),
+       _DECLARED["b"].claim(ours="ok", holds=True)], _DECLARED))
+  rl = _results(results_lib.as_declared(
+      [_DECLARED["a"].claim(ours="+0.1", holds=True, evidence=_STRONG),
+       _DECLARED["b"].claim(ours="ok", holds=True),
+       _DECLARED["c"].claim(ours="+0.05 +- 0.01", holds=True, evidence=_STRONG)], _DECLARED))
+  rl["wall_s"] = 7.0
+  os.makedirs(tmp_path / "toy" / "rl")
+  (tmp_path / "toy" / "results.json").write_text(json.dumps(quick))
+  text = open(results_lib.write_report(str(tmp_path))).read()
+  assert "paper claims: 1 of 2 hold (1 strong, 0 moderate, 0 weak, 0 by construction), 1 not " in text
+  (tmp_path / "toy" / "rl" / "results.json").write_text(json.dumps(rl))
+  text = open(results_lib.write_report(str(tmp_path))).read()
+  assert "paper claims: 2 of 2 hold (2 strong" in text
+  assert "| toy | quick (config rl) | paper | RL helps | RL +2% | +0.05 +- 0.01 | yes | strong | 7.0 |" in text
+  block = results_lib.paper_block(
+      results_lib.load_with_side_claims(str(tmp_path / "toy" / "results.json")))
+  assert "(configs/rl.py, its own run: 7.0 s) | yes | strong |" in block
+
+
+def test_retired_ids_are_shown_without_their_commit():
+  res = results_lib.results_dict(
+      paper="toy", scale="quick", seed=0, wall_s=1.0, config={}, metrics={},
+      claims=[_DECLARED["b"].claim(ours="ok", holds=True)],
+      retired=[results_lib.Retired("old", False, "0123abc", "compared with an oracle")])
+  assert res["retired"] == [{"id": "old", "last_holds": False, "commit": "0123abc",
+                             "reason": "compared with an oracle"}]
+  block = results_lib.paper_block(res)
+  assert "- `old` (last failed): compared with an oracle" in block and "0123abc" not in block
+
+
+def test_the_ledger_only_grows():
+  from reprojax.experiments import claims_ledger
+  ledger = claims_ledger.record({}, "toy", _DECLARED, ())
+  assert ledger["toy"] == {k: d.fingerprint() for k, d in _DECLARED.items()}
+  assert not claims_ledger.problems("toy", _DECLARED, (), ledger["toy"])
+  changed = dict(_DECLARED, a=_DECLARED["a"]._replace(rule="paired A - B above 0"))
+  assert "changed since it was recorded" in claims_ledger.problems(
+      "toy", changed, (), ledger["toy"])[0]
+  with pytest.raises(ValueError, match="new id"):
+    claims_ledger.record(ledger, "toy", changed, ())
+  dropped = {k: v for k, v in _DECLARED.items() if k != "a"}
+  assert "neither declared nor retired" in claims_ledger.problems(
+      "toy", dropped, (), ledger["toy"])[0]
+  retired = (results_lib.Retired("a", True, "0123abc", "rule changed: a2"),)
+  renamed = dict(dropped, a2=_DECLARED["a"]._replace(id="a2", rule="paired A - B above 0"))
+  assert [p for p in claims_ledger.problems("toy", renamed, retired, ledger["toy"])
+          if "a2" in p and "not in the ledger" in p]
+  ledger = claims_ledger.record(ledger, "toy", renamed, retired)
+  assert not claims_ledger.problems("toy", renamed, retired, ledger["toy"])
+  assert "both declared and retired" in claims_ledger.problems(
+      "toy", _DECLARED, retired, ledger["toy"])[0]
