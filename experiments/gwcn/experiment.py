@@ -31,6 +31,7 @@ import optax
 
 from reprojax.algorithms import gwcn
 from reprojax.data import gwcn as gwcn_data
+from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments import train
 from reprojax.experiments.gwcn import plots
@@ -417,8 +418,67 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   return metrics
 
 
+_DECAY_Z, _DECAY_THRESHOLD = 2.0, 0.05  # config.decay_z, config.decay_threshold: the rules'
+_FALLS = (f"'falls' (a flag run() computes): the mean error over config.num_graphs sampled "
+          f"graphs at the smallest n of config.sizes exceeds that at the largest by more than "
+          f"config.decay_z = {_DECAY_Z:g} unpaired standard errors, and the rate r of a power "
+          f"law n^-r fitted to the mean errors over config.sizes is above "
+          f"config.decay_threshold = {_DECAY_THRESHOLD:g}")
+CLAIMS = results.declare(
+    results.Declared(
+        "gwcn_decay_every_schedule", "paper",
+        "GWCN's (node-level) transfer error falls as n grows under every sparsity schedule",
+        "error vanishes with n in every regime (Fig., synthetic, n=100..1000)",
+        f"holds when GWCN's node-level transfer error {_FALLS}, under every schedule of "
+        "config.schedules"),
+    results.Declared(
+        "gwcn_decay_when_degree_grows", "check",
+        "GWCN's transfer error falls under every schedule whose expected degree n rho grows",
+        "error vanishes with n in every regime",
+        f"holds when GWCN's node-level transfer error {_FALLS}, under every schedule of "
+        "config.schedules but 1/n"),
+    results.Declared(
+        "gwcn_readout_decay_every_schedule", "check",
+        "GWCN's graph-level (mean readout) transfer error falls under every schedule",
+        "error vanishes with n in every regime",
+        f"holds when GWCN's graph-level (mean readout) transfer error {_FALLS}, under every "
+        "schedule of config.schedules"),
+    results.Declared(
+        "cgcn_stalls_when_sparsest", "paper",
+        "the normalised c-GCN stalls or is biased under the sparsest schedule (1/n)",
+        "c-GCN drifts under extreme sparsity; GWCN converges",
+        "holds when, under the last (sparsest) schedule of config.schedules, c-GCN's "
+        f"node-level transfer error does not 'fall' (as {_FALLS}) or its mean error at the "
+        "largest n is above 1.5 times GWCN's"),
+    results.Declared(
+        "error_below_bound", "check",
+        "the measured GWCN transfer error sits under the bound (size part + density part)",
+        "bound = size-dependent + density-dependent term",
+        "holds when, in every (schedule, n) cell, every sampled graph's GWCN node-level "
+        "transfer error is at most its bound's size part plus density part"),
+    results.Declared(
+        "degree_core_density_falls", "check",
+        "degree-ordered subgraphs form a dense core widening into a sparse tail",
+        "subgraph density decays with size (fits of 1/n, log n / n, const)",
+        "holds when the edge density of the degree-ordered subgraphs of the real graph falls "
+        "strictly from each size of config.real_sizes to the next"),
+    results.Declared(
+        "cls_improves_with_subgraph", "paper",
+        "node-classification accuracy rises and transfer error falls with the subgraph size",
+        "accuracy / macro-F1 up, transfer error down with subgraph size (50 trials)",
+        "holds when, at the largest training subgraph size of config.cls_sizes, the mean "
+        "node-classification accuracy over config.cls_num_trials trials is above that at the "
+        "smallest size and the mean transfer error below it (no significance test)"),
+)
+
+
 def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
-  """The paper's claims, checked on the metrics ``m`` of :func:`run` (a pure function of both)."""
+  """The paper's claims, :data:`CLAIMS`, checked on the metrics ``m`` of :func:`run` (a pure
+  function of both)."""
+  if (config.decay_z, config.decay_threshold) != (_DECAY_Z, _DECAY_THRESHOLD):
+    raise ValueError(f"config.decay_z and config.decay_threshold must be the declared rules' "
+                     f"{_DECAY_Z} and {_DECAY_THRESHOLD} (a changed rule takes new claim ids), "
+                     f"got {config.decay_z} and {config.decay_threshold}")
   sizes = list(config.sizes)
   n_max = sizes[-1]
   thr = config.decay_threshold
@@ -461,61 +521,46 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
   # a conjunction: holding, its weakest part decides; failing, its most clearly failing part
   cls_m = (min(v for v, _ in cls_parts) if cls_holds
            else max(v for v, ok in cls_parts if not ok))
-  return [
-      Claim("gwcn_decay_every_schedule",
-            "GWCN's (node-level) transfer error falls as n grows under every sparsity schedule",
-            "error vanishes with n in every regime (Fig., synthetic, n=100..1000)",
+  return results.as_declared([
+      CLAIMS["gwcn_decay_every_schedule"].claim(
             f"fitted rates n^-r: {fmt(g_rates)}; falls (z>{z}, r>{thr}): "
             f"{', '.join(s for s in sched if g_falls[s]) or 'none'}; at n={n_max}, rho=c/n: "
             f"error ~ (n rho)^{m['synthetic/degree_sweep/gwcn_err_slope']:.2f} over "
             f"c={cs[0]:g}..{cs[-1]:g}",
-            all(g_falls.values()), kind="paper",
+            all(g_falls.values()),
             evidence=Evidence(seeds=graphs, note="per schedule, a z-test (n_min vs n_max over "
                               "the sampled graphs) and a fitted rate; the run stores neither z "
                               "nor the errors' s.e., so no margin")),
-      Claim("gwcn_decay_when_degree_grows",
-            "GWCN's transfer error falls under every schedule whose expected degree n rho grows",
-            "error vanishes with n in every regime",
+      CLAIMS["gwcn_decay_when_degree_grows"].claim(
             f"rates for {', '.join(s for s in sched if s != '1/n')}: "
             f"{fmt({s: g_rates[s] for s in sched if s != '1/n'})}",
-            all(g_falls[s] for s in sched if s != "1/n"), kind="check"),
-      Claim("gwcn_readout_decay_every_schedule",
-            "GWCN's graph-level (mean readout) transfer error falls under every schedule",
-            "error vanishes with n in every regime",
-            f"readout rates: {fmt(ro_rates)}", all(ro_falls.values()), kind="check"),
-      Claim("cgcn_stalls_when_sparsest",
-            "the normalised c-GCN stalls or is biased under the sparsest schedule (1/n)",
-            "c-GCN drifts under extreme sparsity; GWCN converges",
+            all(g_falls[s] for s in sched if s != "1/n")),
+      CLAIMS["gwcn_readout_decay_every_schedule"].claim(
+            f"readout rates: {fmt(ro_rates)}", all(ro_falls.values())),
+      CLAIMS["cgcn_stalls_when_sparsest"].claim(
             f"c-GCN rate {c_sp:.2f}, error at n={n_max} {c_err:.3f} vs GWCN {g_err:.3f}",
-            (not c_falls) or (c_err > 1.5 * g_err), kind="paper",
+            (not c_falls) or (c_err > 1.5 * g_err),
             evidence=Evidence(seeds=graphs, note="either part suffices (c-GCN not falling, or "
                               "1.5x GWCN's error at n_max); the run stores no s.e. of either")),
-      Claim("error_below_bound",
-            "the measured GWCN transfer error sits under the bound (size part + density part)",
-            "bound = size-dependent + density-dependent term",
+      CLAIMS["error_below_bound"].claim(
             f"{100 * m['synthetic/bound_holds_fraction']:.0f}% of (schedule, n) cells; at "
             f"n={n_max}, 1/n: size {m['synthetic/bound_size_nmax/1_n']:.2f} + density "
             f"{m['synthetic/bound_density_nmax/1_n']:.2f} vs measured {g_err:.3f} "
             f"(bound / error {bound_ratio:.0f}x; a relative error is at most about 1)",
-            m["synthetic/bound_holds_fraction"] == 1.0, kind="check"),
-      Claim("degree_core_density_falls",
-            "degree-ordered subgraphs form a dense core widening into a sparse tail",
-            "subgraph density decays with size (fits of 1/n, log n / n, const)",
+            m["synthetic/bound_holds_fraction"] == 1.0),
+      CLAIMS["degree_core_density_falls"].claim(
             f"density {m['real/degree/density_m_min']:.4f} -> "
             f"{m['real/degree/density_m_max']:.5f}; {laws} (a constant law has exponent 0)",
-            bool(m["real/degree/density_decreasing"]), kind="check"),
-      Claim("cls_improves_with_subgraph",
-            "node-classification accuracy rises and transfer error falls with the subgraph size",
-            "accuracy / macro-F1 up, transfer error down with subgraph size (50 trials)",
+            bool(m["real/degree/density_decreasing"])),
+      CLAIMS["cls_improves_with_subgraph"].claim(
             f"acc {m[f'cls/acc_mean/m{ms[0]}']:.3f} -> {m[f'cls/acc_mean/m{ms[-1]}']:.3f}, "
             f"transfer err {m[f'cls/transfer_err_mean/m{ms[0]}']:.3f} -> "
             f"{m[f'cls/transfer_err_mean/m{ms[-1]}']:.3f}",
             (m[f"cls/acc_mean/m{ms[-1]}"] > m[f"cls/acc_mean/m{ms[0]}"]) and
             (m[f"cls/transfer_err_mean/m{ms[-1]}"] < m[f"cls/transfer_err_mean/m{ms[0]}"]),
-            kind="paper",
             evidence=Evidence(seeds=trials, margin_se=cls_m,
                               note="unpaired s.e. from the per-size stds (trials share "
                               "targets across sizes); the subgraph is the target's first m "
                               "nodes, so its transfer error is expected to shrink as m nears "
                               "the target's size")),
-  ]
+  ], CLAIMS)
