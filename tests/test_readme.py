@@ -31,6 +31,36 @@ def _between(text, begin, end):
   return begin + text.split(begin, 1)[1].split(end, 1)[0] + end
 
 
+# A number in a paper README's prose that quotes a committed metric carries the metric's
+# name in an HTML comment right after it (invisible when rendered): "0.9086<!-- metric
+# crowd_ds_acc -->", "91.2%<!-- metric acc -->" (a percentage is 100 x the metric), or a
+# side config's "<!-- metric medium:tpr -->" (results/<slug>/medium/results.json).
+_QUOTED = re.compile(r"(-?[\d,]*\d(?:\.(\d+))?)(%?)<!-- metric ([\w./@-]+?)(?::([\w./@-]+))? -->")
+
+
+def quoted_metric_problems(slug: str, text: str, results_dir: str = RESULTS) -> list[str]:
+  """Where a number quoted from a metric in ``text`` is not the committed metric at the
+  precision shown."""
+  out = []
+  for m in _QUOTED.finditer(text):
+    number, decimals, percent, first, second = m.groups()
+    config, key = (first, second) if second else ("", first)
+    path = os.path.join(results_dir, slug, config, "results.json")
+    if not os.path.isfile(path):
+      out.append(f"{slug}: {m.group(0)!r}: no {path}")
+      continue
+    with open(path) as f:
+      metrics = json.load(f)["metrics"]
+    if metrics.get(key) is None:
+      out.append(f"{slug}: {m.group(0)!r}: no metric {key!r} in {path}")
+      continue
+    value = metrics[key] * (100 if percent else 1)
+    d = len(decimals or "")
+    if abs(round(value, d) - float(number.replace(",", ""))) > 10 ** -d / 2:
+      out.append(f"{slug}: prose says {number}{percent}, {key} is {value:.{d + 2}f}")
+  return out
+
+
 def readme_problems(readme_text: str, results_dir: str) -> list[str]:
   """Where the main README's generated results section disagrees with ``results_dir``."""
   got = _between(readme_text, results_lib.README_BEGIN, results_lib.README_END)
@@ -128,3 +158,21 @@ def test_generated_claims_tables_hold_no_dates_or_commit_hashes(slug):
       results_lib.load_with_side_claims(os.path.join(RESULTS, slug, "results.json")))
   found = _DATE.findall(block) + _HASH.findall(block)
   assert not found, f"{slug}: {found}"
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_numbers_quoted_from_metrics_in_paper_readmes_are_current(slug):
+  assert not quoted_metric_problems(slug, _read("experiments", slug, "README.md"))
+
+
+def test_a_stale_quoted_number_is_caught(tmp_path):
+  os.makedirs(tmp_path / "toy" / "medium")
+  (tmp_path / "toy" / "results.json").write_text(json.dumps({"metrics": {"acc": 0.9086}}))
+  (tmp_path / "toy" / "medium" / "results.json").write_text(
+      json.dumps({"metrics": {"tpr": 0.97}}))
+  ok = ("DS reaches 0.9086<!-- metric acc -->, 90.9%<!-- metric acc --> or 0.91<!-- metric "
+        "acc -->; medium 0.970<!-- metric medium:tpr -->")
+  assert not quoted_metric_problems("toy", ok, str(tmp_path))
+  bad = quoted_metric_problems("toy", "one-coin DS (0.878<!-- metric acc -->), 97%<!-- metric "
+                               "medium:tpr -->, 1<!-- metric gone -->", str(tmp_path))
+  assert len(bad) == 2 and "0.878" in bad[0] and "'gone'" in bad[1]
