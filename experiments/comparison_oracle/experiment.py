@@ -27,6 +27,7 @@ import numpy as np
 from scipy import stats
 
 from reprojax.algorithms import comparison_oracle as co
+from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.common import fit_loglog
 from reprojax.experiments.comparison_oracle import plots
@@ -493,8 +494,74 @@ def _slope_margin(slope, ci95, target, tol):
   return margin_in_se(abs(slope - target), tol, ci95 / 1.96)
 
 
+_SLOPE_TOL = 0.3  # config.slope_tol, which the slope claims' rules state
+
+
+def _slope_rule(what: str, target: float, runs: str) -> str:
+  return (f"holds when the slope of a least-squares line through log {what} is within "
+          f"config.slope_tol = {_SLOPE_TOL:g} of {target:g} (|slope - ({target:g})| <= "
+          f"{_SLOPE_TOL:g}) and every run reached its target: {runs}")
+
+
+CLAIMS = results.declare(
+    results.Declared(
+        "ours_n_slope", "paper", "classical queries to an eps-stationary point grow like n^2",
+        "O~(n^2/eps^1.5): slope 2 in n",
+        _slope_rule("comparisons against log n", 2.0, "our method's runs to ||grad f|| <= "
+                    "config.eps_n from config.num_seeds starts at each n of config.n_grid")),
+    results.Declared(
+        "quantum_n_slope", "paper", "quantum (simulated) queries grow like n",
+        "O~(n/eps^1.5): slope 1 in n",
+        _slope_rule("queries against log n", 1.0, "the simulated quantum method's runs to "
+                    "config.eps_n from config.num_seeds starts at each n of "
+                    "config.n_grid_quantum")),
+    results.Declared(
+        "ours_eps_slope", "paper",
+        "classical queries grow like eps^-1.5 (worst case: on the Hessian-Lipschitz hard "
+        "chain of Carmon et al.)",
+        "O~(n^2/eps^1.5): slope -1.5 in eps, attained by the hard chain",
+        _slope_rule("comparisons against log eps", -1.5, "our method's runs on the hard "
+                    "chain at n = config.hard_n, one chain length T per eps "
+                    "(config.hard_links), config.hard_seeds starts each")),
+    results.Declared(
+        "ours_within_bound", "check", "classical queries grow no faster than eps^-1.5",
+        "O~(n^2/eps^1.5)",
+        "holds when our fitted log-comparisons against log-eps slope on the easy function "
+        "(n = config.n_eps, config.eps_grid) plus its 95% half-width is at least -1.5 and "
+        "every run reached its eps"),
+    results.Declared(
+        "baseline_eps_slope", "baseline",
+        "the Zhang-Li baseline grows like eps^-2 (worst case: on the gradient-Lipschitz hard "
+        "chain)", "O~(n/eps^2): slope -2 in eps, attained by the hard chain",
+        _slope_rule("comparisons against log eps", -2.0, "the Zhang-Li baseline's runs on "
+                    "its hard chain at n = config.hard_n over config.hard_links")),
+    results.Declared(
+        "crossover", "check", "below some eps ours needs fewer queries than the baseline",
+        "n^2/eps^1.5 < n/eps^2 for small eps",
+        "holds when, on the easy function over config.eps_grid (median comparisons over the "
+        "starts), a crossover eps exists below which ours needs fewer comparisons than "
+        "Zhang-Li, ours is cheaper at the smallest eps, and our fitted eps-slope is above "
+        "the baseline's"),
+    results.Declared(
+        "hessian_n2_log", "paper", "Hessian estimation to delta uses ~ n^2 log(1/delta) queries",
+        "O~(n^2 log(1/delta))",
+        f"holds when the mean over config.hess_deltas of the log-log slope of the queries "
+        f"to Frobenius error delta against n (config.hess_n_grid) is within "
+        f"config.slope_tol = {_SLOPE_TOL:g} of 2, and q/n^2 against log(1/delta), a "
+        "least-squares line over every (n, delta), has R^2 >= 0.9 and a positive slope"),
+    results.Declared(
+        "quantum_sim_consistent", "check",
+        "quantum simulation: closed form matches the statevector and the quantum estimate "
+        "matches the classical one", "(simulation check, not a paper number)",
+        "holds when the total variation between the statevector's and the closed form's "
+        "measurement distributions is below 0.05 and the largest angle between the quantum "
+        "and the classical gradient-direction estimates is below 1e-3 rad"),
+)
+
+
 def claims(config, metrics: Mapping[str, float]) -> list[Claim]:
-  """The verdicts: a pure function of the config and the metrics (as ``results.json`` has them).
+  """The verdicts of :data:`CLAIMS`: a pure function of the config and the metrics (as
+  ``results.json`` has them).
 
   Evidence: ``seeds`` counts the runs behind a fitted slope (settings x starts); the
   n-exponents and the Hessian estimator's are formulas of the charged count (the docstrings
@@ -503,16 +570,18 @@ def claims(config, metrics: Mapping[str, float]) -> list[Claim]:
   """
   m = metrics
   tol = config.slope_tol
+  if tol != _SLOPE_TOL:
+    raise ValueError(f"config.slope_tol must be the declared rules' {_SLOPE_TOL} (a changed "
+                     f"rule takes new claim ids), got {tol}")
   cross = m["crossover_eps"]
   so, sq = m["ours_n_slope"], m["quantum_sim_n_slope"]
   eo, eb = m["ours_eps_slope"], m["zhang_li_eps_slope"]
   ho, hb = m["ours_hard_eps_slope"], m["zhang_li_hard_eps_slope"]
   n_note = "iterations do not grow with n on this family, so the n-slope reads the formula"
-  return [
-      Claim("ours_n_slope", "classical queries to an eps-stationary point grow like n^2",
-            "O~(n^2/eps^1.5): slope 2 in n",
+  return results.as_declared([
+      CLAIMS["ours_n_slope"].claim(
             f"slope {so:.2f} ± {m['ours_n_slope_ci95']:.2f} (n={list(config.n_grid)})",
-            bool(abs(so - 2.0) <= tol and m["ours_n_all_reached"]), kind="paper",
+            bool(abs(so - 2.0) <= tol and m["ours_n_all_reached"]),
             evidence=Evidence(
                 seeds=len(config.n_grid) * int(config.num_seeds),
                 margin_se=_slope_margin(so, m["ours_n_slope_ci95"], 2.0, tol),
@@ -520,22 +589,19 @@ def claims(config, metrics: Mapping[str, float]) -> list[Claim]:
                                 "n + (n-1)(K+1) comparisons plus a 24-comparison scale search "
                                 "(~2 n^2 K, K ~ log2(sqrt(n)/delta))",
                 note=n_note)),
-      Claim("quantum_n_slope", "quantum (simulated) queries grow like n",
-            "O~(n/eps^1.5): slope 1 in n",
+      CLAIMS["quantum_n_slope"].claim(
             f"slope {sq:.2f} ± {m['quantum_sim_n_slope_ci95']:.2f}",
-            bool(abs(sq - 1.0) <= tol and m["quantum_sim_n_all_reached"]), kind="paper",
+            bool(abs(sq - 1.0) <= tol and m["quantum_sim_n_all_reached"]),
             evidence=Evidence(
                 seeds=len(config.n_grid_quantum) * int(config.num_seeds),
                 margin_se=_slope_margin(sq, m["quantum_sim_n_slope_ci95"], 1.0, tol),
                 by_construction="the simulated circuit charges (2n+1) estimates of 2m - 1 + 6 K_q "
                                 "queries each (m, K_q logarithmic in n): ~2n log",
                 note=n_note + " (a classical simulation; no quantum hardware)")),
-      Claim("ours_eps_slope", "classical queries grow like eps^-1.5 (worst case: on the "
-            "Hessian-Lipschitz hard chain of Carmon et al.)",
-            "O~(n^2/eps^1.5): slope -1.5 in eps, attained by the hard chain",
+      CLAIMS["ours_eps_slope"].claim(
             f"hard chain: slope {ho:.2f} ± {m['ours_hard_eps_slope_ci95']:.2f} "
             f"(n={config.hard_n}, T={list(config.hard_links)}); easy function: {eo:.2f}",
-            bool(abs(ho + 1.5) <= tol and m["ours_hard_all_reached"]), kind="paper",
+            bool(abs(ho + 1.5) <= tol and m["ours_hard_all_reached"]),
             evidence=Evidence(
                 seeds=len(config.hard_links) * int(config.hard_seeds),
                 margin_se=_slope_margin(ho, m["ours_hard_eps_slope_ci95"], -1.5, tol),
@@ -543,25 +609,21 @@ def claims(config, metrics: Mapping[str, float]) -> list[Claim]:
                              "quadratic-quartic, where it failed (-0.46 +- 0.01)",
                 note="the chain's length is set by eps, T ~ eps^-1.5 (the README: by "
                      "construction); measured is that iterations grow linearly in T")),
-      Claim("ours_within_bound", "classical queries grow no faster than eps^-1.5",
-            "O~(n^2/eps^1.5)", f"slope {eo:.2f} >= -1.5",
-            bool(eo + m["ours_eps_slope_ci95"] >= -1.5 and m["ours_eps_all_reached"]), kind="check"),
-      Claim("baseline_eps_slope", "the Zhang-Li baseline grows like eps^-2 (worst case: on the "
-            "gradient-Lipschitz hard chain)",
-            "O~(n/eps^2): slope -2 in eps, attained by the hard chain",
+      CLAIMS["ours_within_bound"].claim(
+            f"slope {eo:.2f} >= -1.5",
+            bool(eo + m["ours_eps_slope_ci95"] >= -1.5 and m["ours_eps_all_reached"])),
+      CLAIMS["baseline_eps_slope"].claim(
             f"hard chain: slope {hb:.2f} ± {m['zhang_li_hard_eps_slope_ci95']:.2f} "
             f"(n={config.hard_n}, T={list(config.hard_links)}); easy function: {eb:.2f}",
-            bool(abs(hb + 2.0) <= tol and m["zhang_li_hard_all_reached"]), kind="baseline"),
-      Claim("crossover", "below some eps ours needs fewer queries than the baseline",
-            "n^2/eps^1.5 < n/eps^2 for small eps",
+            bool(abs(hb + 2.0) <= tol and m["zhang_li_hard_all_reached"])),
+      CLAIMS["crossover"].claim(
             f"crossover eps ~ {cross:.2g}; eps-slopes: ours {eo:.2f}, baseline {eb:.2f}",
-            bool(np.isfinite(cross) and m["ours_cheaper_at_smallest_eps"] and eo > eb), kind="check"),
-      Claim("hessian_n2_log", "Hessian estimation to delta uses ~ n^2 log(1/delta) queries",
-            "O~(n^2 log(1/delta))",
+            bool(np.isfinite(cross) and m["ours_cheaper_at_smallest_eps"] and eo > eb)),
+      CLAIMS["hessian_n2_log"].claim(
             f"n-slope {m['hessian_n_slope_mean']:.2f}; q/n^2 linear in log(1/delta), "
             f"R^2 {m['hessian_log_delta_r2']:.3f}",
             bool(abs(m["hessian_n_slope_mean"] - 2.0) <= tol and m["hessian_log_delta_r2"] >= 0.9
-                 and m["hessian_log_delta_slope"] > 0), kind="paper",
+                 and m["hessian_log_delta_slope"] > 0),
             evidence=Evidence(
                 seeds=int(config.num_seeds),
                 by_construction="the count is hessian_queries(n, K) = (2n+1)(n + (n-1)(K+1)) + 24 "
@@ -569,11 +631,9 @@ def claims(config, metrics: Mapping[str, float]) -> list[Claim]:
                                 "reaches delta, so q/n^2 ~ 2K",
                 note="measured: the depth K needed, linear in log(1/delta) (R^2); the n-slope is "
                      "a mean over deltas of 3-point fits, no s.e.")),
-      Claim("quantum_sim_consistent", "quantum simulation: closed form matches the statevector "
-            "and the quantum estimate matches the classical one",
-            "(simulation check, not a paper number)",
+      CLAIMS["quantum_sim_consistent"].claim(
             f"TV {m['quantum_tv_statevector_vs_closed_form']:.3g}, max angle "
             f"{m['quantum_vs_classical_max_angle']:.2g} rad",
             bool(m["quantum_tv_statevector_vs_closed_form"] < 0.05
-                 and m["quantum_vs_classical_max_angle"] < 1e-3), kind="check"),
-  ]
+                 and m["quantum_vs_classical_max_angle"] < 1e-3)),
+  ], CLAIMS)
