@@ -386,6 +386,9 @@ def best_gamma(m, config, trace, mode, policy, load, variant="base", stat="ttlt_
   return min(config.gammas, key=lambda g: _get(m, trace, mode, policy, g, load, variant, stat))
 
 
+_OVERLOAD_RATIO = 10.0  # the headline load's FCFS overload test, as CLAIMS' rules state it
+_ROBUST_SCALES = (0.5, 2.0)  # the latency constants' scales of latency_constants_x0.5_x2
+
 CLAIMS = results.declare(
     results.Declared(
         id="p99_ttlt_vs_srpt", kind="paper",
@@ -393,8 +396,8 @@ CLAIMS = results.declare(
                   "least 35% lower than SRPT with perfect length knowledge on the Azure traces",
         paper="up to 35-50% lower P99 TTLT than SRPT (perfect lengths)",
         rule="on every trace of config.traces, in cache_aware mode at the trace's headline load "
-             "(the highest load <= 1 where FCFS's P99 TTFT is within config.overload_ratio of "
-             "its lowest-load value), 1 - gamma_boost_attained's P99 TTLT at its best gamma of "
+             "(the highest load <= 1 where FCFS's P99 TTFT is within config.overload_ratio (10) "
+             "times its lowest-load value), 1 - gamma_boost_attained's P99 TTLT at its best gamma of "
              "config.gammas (smallest P99 TTLT, same run) / SRPT's P99 TTLT >= 0.35, and "
              "neither cell's scheduler window filled"),
     results.Declared(
@@ -409,8 +412,8 @@ CLAIMS = results.declare(
         statement="The P99 TTLT win over SRPT (>= 35%) survives each latency constant at "
                   "x0.5 and x2 (at the base run's best gamma)",
         paper="(our robustness check of the simulator's constants)",
-        rule="on every trace and every latency-constant variant of config.robust_scales, at the "
-             "headline load and the base run's best gamma (cache_aware mode), 1 - "
+        rule="on every trace and every latency-constant variant (each of c_prefill, c_ctx and "
+             "c_seq scaled by config.robust_scales (0.5 and 2) in turn), at the headline load and the base run's best gamma (cache_aware mode), 1 - "
              "gamma_boost_attained's P99 TTLT / SRPT's >= 0.35, and neither cell's window filled"),
     results.Declared(
         id="p99_ttlt_vs_srpt_running_first", kind="check",
@@ -420,7 +423,7 @@ CLAIMS = results.declare(
         rule="measured only when 'running_first' is in config.modes: on every trace, in "
              "running_first mode at that mode's headline load and gamma_boost_attained's best "
              "gamma there, 1 - its P99 TTLT / SRPT's >= 0.35, and neither cell's window filled",
-        config="full"),
+        config="quick"),  # the tiny config runs no running_first mode
     results.Declared(
         id="conservation", kind="check",
         statement="In every cell every request finished (each of its tokens emitted once) and "
@@ -447,8 +450,15 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
   the same run: a selection the paper's "up to" also makes) against SRPT with perfect
   lengths. Thresholds are the low ends of the paper's ranges, fixed before the run. A
   comparison whose SRPT or gamma-Boost cell filled the scheduler's window (its order cut
-  to the window) does not count for the claim.
+  to the window) does not count for the claim. Each claim is declared, with its rule, in
+  :data:`CLAIMS`; a config with another ``overload_ratio`` or ``robust_scales`` than the
+  rules state is refused.
   """
+  if (float(config.overload_ratio), tuple(map(float, config.robust_scales))) != (
+      _OVERLOAD_RATIO, _ROBUST_SCALES):
+    raise ValueError(f"config.overload_ratio and config.robust_scales must be the declared "
+                     f"rules' {_OVERLOAD_RATIO:g} and {_ROBUST_SCALES} (a changed rule takes new "
+                     f"claim ids), got {config.overload_ratio} and {tuple(config.robust_scales)}")
   m, out = metrics, []
   mode, ours_p = CLAIMS_MODE, "gamma_boost_attained"
   cut_ttlt, cut_ttft = 0.35, 0.34
