@@ -461,6 +461,61 @@ def _check_config(config) -> None:
     raise ValueError(f"config.freeze_fractions must be in [0, 1], got {tuple(fr)}")
 
 
+def _gain_rule(protocol: str) -> str:
+  return (f"SNV's final average {protocol}-IL test accuracy (at its freeze fraction picked on "
+          "validation) minus that of the strongest buffer-free baseline (fine-tuning, EWC, SI, "
+          "MAS, magnitude freezing, each at its hyperparameter picked on validation; the "
+          "strongest by test mean), paired over config.num_seeds seeds, is above 0 and above "
+          "2 s.e.")
+
+
+def _beats_rule(other: str) -> str:
+  return ("at SNV's picked task-IL freeze fraction, SNV's final average task-IL test accuracy "
+          f"minus that of freezing the same share by {other} scores, paired over "
+          "config.num_seeds seeds, is above 0 and above 2 s.e.")
+
+
+_MIN_RANK_CORRELATION = 0.5  # ranking_stable's threshold, as its rule states it
+
+CLAIMS = results.declare(
+    results.Declared(
+        id="class_il_gain", kind="paper",
+        statement="SNV beats the buffer-free baselines in class-incremental learning",
+        paper="+2.88% over the second-best buffer-free method (ImageNet-1k)",
+        rule=_gain_rule("class")),
+    results.Declared(
+        id="task_il_gain", kind="paper",
+        statement="SNV beats the buffer-free baselines in task-incremental learning",
+        paper="+6.46% over the second-best buffer-free method (ImageNet-1k)",
+        rule=_gain_rule("task")),
+    results.Declared(
+        id="beats_random", kind="check",
+        statement="freezing by Shapley value beats freezing the same share by random scores",
+        paper="premise: Shapley values quantify neuron importance (the abstract gives no "
+              "ablation figure)",
+        rule=_beats_rule("random")),
+    results.Declared(
+        id="beats_activation", kind="check",
+        statement="freezing by Shapley value beats freezing the same share by activation "
+                  "scores",
+        paper="premise: Shapley values quantify neuron importance (the abstract gives no "
+              "ablation figure)",
+        rule=_beats_rule("activation")),
+    results.Declared(
+        id="frozen_bit_identical", kind="check",
+        statement="frozen parameters stay bit-identical through every later task (Adam)",
+        paper="by construction",
+        rule="the largest absolute change of any frozen entry after it froze is exactly 0, "
+             "and at least one entry froze"),
+    results.Declared(
+        id="ranking_stable", kind="check",
+        statement="two estimator seeds rank the neurons alike",
+        paper="(our check)",
+        rule="Spearman's rho between two TMC-Shapley estimator seeds' values on SNV's first "
+             "valued network is >= config.min_rank_correlation (0.5)"),
+)
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> list[results.Claim]:
   """The paper's claims, from the config and :func:`run`'s metrics alone (pure).
 
@@ -472,8 +527,13 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
   task-IL protocol, by more than 2 s.e. (paired): checks of the abstract's premise,
   not figures it reports. Also checks: ``frozen_bit_identical``
   (no frozen parameter moved, exactly) and ``ranking_stable`` (two estimator seeds
-  rank neurons with Spearman's rho >= ``min_rank_correlation``).
+  rank neurons with Spearman's rho >= ``min_rank_correlation``). Each is declared, with
+  its rule, in :data:`CLAIMS`.
   """
+  if float(config.min_rank_correlation) != _MIN_RANK_CORRELATION:
+    raise ValueError(f"config.min_rank_correlation must be the declared rule's "
+                     f"{_MIN_RANK_CORRELATION} (a changed rule takes a new claim id), got "
+                     f"{config.min_rank_correlation}")
   m = metrics
   n = int(m["num_seeds"])
 
@@ -494,17 +554,13 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
     return max(mg for ok, mg in parts if not ok)
 
   out = []
-  for p, paper in (("class", "+2.88% over the second-best buffer-free method (ImageNet-1k)"),
-                   ("task", "+6.46% over the second-best buffer-free method (ImageNet-1k)")):
+  for p in ("class", "task"):
     base = BASELINES[int(m[f"{p}_best_baseline"])]
-    out.append(results.Claim(
-        id=f"{p}_il_gain",
-        statement=f"SNV beats the buffer-free baselines in {p}-incremental learning",
-        paper=paper,
+    out.append(CLAIMS[f"{p}_il_gain"].claim(
         ours=(f"SNV {pm(f'{p}_snv_acc')} (c={m[f'{p}_snv_pick']:g}) vs the strongest baseline, "
               f"{base}, {pm(f'{p}_{base}_acc')}: paired {100 * m[f'{p}_snv_gain']:+.2f} +- "
               f"{100 * m[f'{p}_snv_gain_se']:.2f} points, {STREAMS[config.dataset]}, {n} seeds"),
-        holds=bool(sig(f"{p}_snv_gain")), kind="paper",
+        holds=bool(sig(f"{p}_snv_gain")),
         evidence=results.Evidence(
             seeds=n, margin_se=margin(f"{p}_snv_gain"),
             after_change=("8834e3f: the first committed config has 10 seeds; the first, "
@@ -514,31 +570,21 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
                  "validation, the strongest baseline by its test mean")))
   for other in ("random", "activation"):
     key = f"task_snv_vs_{other}"
-    out.append(results.Claim(
-        id=f"beats_{other}",
-        statement=f"freezing by Shapley value beats freezing the same share by {other} scores",
-        paper="premise: Shapley values quantify neuron importance (the abstract gives no "
-              "ablation figure)",
+    out.append(CLAIMS[f"beats_{other}"].claim(
         ours=(f"task-IL gap {100 * m[key]:+.2f} +- {100 * m[key + '_se']:.2f} points at "
               f"c={m['task_snv_pick']:g} (class-IL {100 * m[f'class_snv_vs_{other}']:+.2f} +- "
               f"{100 * m[f'class_snv_vs_{other}_se']:.2f})"),
-        holds=bool(sig(key)), kind="check"))
-  out.append(results.Claim(
-      id="frozen_bit_identical",
-      statement="frozen parameters stay bit-identical through every later task (Adam)",
-      paper="by construction",
+        holds=bool(sig(key))))
+  out.append(CLAIMS["frozen_bit_identical"].claim(
       ours=f"largest change {m['frozen_drift']:g} over {int(m['num_frozen_entries']):,} frozen "
            "entries",
-      holds=bool(m["frozen_drift"] == 0.0 and m["num_frozen_entries"] > 0), kind="check"))
+      holds=bool(m["frozen_drift"] == 0.0 and m["num_frozen_entries"] > 0)))
   if "rank_correlation" in m:
-    out.append(results.Claim(
-        id="ranking_stable",
-        statement="two estimator seeds rank the neurons alike",
-        paper="(our check)",
+    out.append(CLAIMS["ranking_stable"].claim(
         ours=(f"Spearman {m['rank_correlation']:.3f} (threshold {config.min_rank_correlation:g}); "
               f"untruncated efficiency gap {m['efficiency_gap']:.1e}"),
-        holds=bool(m["rank_correlation"] >= config.min_rank_correlation), kind="check"))
-  return out
+        holds=bool(m["rank_correlation"] >= config.min_rank_correlation)))
+  return results.as_declared(out, CLAIMS)
 
 
 def main_step(config: ml_collections.ConfigDict, key: jax.Array | None) -> sharding.Step:
