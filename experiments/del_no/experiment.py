@@ -679,8 +679,51 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   return metrics
 
 
+# Claims a run measures only when it has their part: Darcy in the grid, each sweep.
+_CONDITIONAL = ("xy_orders_agree",) + tuple(f"sweep_{kind}" for kind in _SWEEP_CLAIMS)
+_SWEEP_MIN_LEVELS, _SWEEP_P_VALUE = 5, 0.05  # config.sweep_min_levels, sweep_p_value: the rules'
+_SWEEP_DIRECTION = {-1: "falls", +1: "rises"}
+CLAIMS = results.declare(
+    results.Declared(
+        "wins", "paper",
+        "del-NO lowers relative L2 test error vs the same backbone in most cells",
+        "40/40 cells (5 PDEs x 4 backbones x clean/noisy)",
+        "holds when del-NO's mean test relative L2 error over config.num_seeds seeds is "
+        "below its backbone's in more than half of the grid's cells (config.pdes x their "
+        "backbones x clean/noisy), each cell judged on the two means, no significance test"),
+    results.Declared(
+        "orders_below_m", "paper", "learned orders sit below the PDE order m in every cell",
+        "beta* < m in every cell",
+        "holds when, in every cell of the grid, the top learned order (1-D: the largest "
+        "beta_k; 2-D: the largest directional order or the mixed partial's total order), "
+        "averaged over the cell's seeds, is below the PDE's order m"),
+    results.Declared(
+        "overhead", "paper",
+        "per-step time overhead of del-NO over the plain backbone, for each backbone",
+        "25-40%",
+        "holds when, for every backbone, the median over the grid's PDEs of del-NO's "
+        "seconds per step per replica over the plain backbone's, minus 1, is at most 0.40 "
+        "(one run's timings)"),
+    results.Declared(
+        "xy_orders_agree", "paper",
+        "learned orders along x and y agree on an isotropic PDE (Darcy)", "within 0.035",
+        "holds when the mean over the Darcy cells of the seed-mean of max_k |beta^x_k - "
+        "beta^y_k| is at most 0.035; measured when the grid has Darcy"),
+    *(results.Declared(
+        f"sweep_{kind}", "paper", statement, "monotone (Theorem 5.6 and its sweeps)",
+        f"holds when the {kind} sweep (on config.sweep_pde, config.sweep_num_seeds seeds a "
+        f"level) has at least config.sweep_min_levels = {_SWEEP_MIN_LEVELS} levels and a "
+        f"one-sided permutation test of Spearman's rho between the level and every "
+        f"replica's top learned order, in the direction the paper predicts (the order "
+        f"{_SWEEP_DIRECTION[sign]} with {kind}), gives p below config.sweep_p_value = "
+        f"{_SWEEP_P_VALUE:g}; measured when config sets the sweep's levels and "
+        "sweep_num_seeds > 0")
+      for kind, (sign, statement) in _SWEEP_CLAIMS.items()),
+)
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> list[results.Claim]:
-  """The paper's claims, from the config and :func:`run`'s metrics alone (pure).
+  """The paper's claims, :data:`CLAIMS`, from the config and :func:`run`'s metrics alone (pure).
 
   ``wins``: del-NO beats its backbone in most cells; ``orders_below_m``: the top
   learned order is below the PDE order in every cell; ``overhead``: for each
@@ -690,6 +733,11 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
   ``sweep_min_levels`` levels and the replicas' top order moves in the paper's
   direction with a one-sided permutation p-value below ``sweep_p_value``.
   """
+  if (config.sweep_min_levels, config.sweep_p_value) != (_SWEEP_MIN_LEVELS, _SWEEP_P_VALUE):
+    raise ValueError(f"config.sweep_min_levels and config.sweep_p_value must be the declared "
+                     f"rules' {_SWEEP_MIN_LEVELS} and {_SWEEP_P_VALUE} (a changed rule takes "
+                     f"new claim ids), got {config.sweep_min_levels} and "
+                     f"{config.sweep_p_value}")
   wins, cells, below = (int(metrics[k]) for k in ("wins", "cells", "cells_orders_below_m"))
   grid_text = "; ".join(f"{p} x {len(backbones_of(config, p))}" for p in config.pdes)
   by_backbone: dict[str, list[float]] = {}  # judged per backbone: FNO and DeepONet differ ~10x
@@ -715,35 +763,28 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
   high = [f"{k} {metrics[f'{k}_max_order']:.2f}" for p, k in cell_keys
           if metrics[f"{k}_max_order"] >= del_no_pdes.PDE_ORDER[p]]
   out = [
-      results.Claim(
-          id="wins", statement="del-NO lowers relative L2 test error vs the same backbone in most cells",
-          paper="40/40 cells (5 PDEs x 4 backbones x clean/noisy)",
+      CLAIMS["wins"].claim(
           ours=f"{wins}/{cells} cells ({grid_text} backbones x clean/noisy, "
                f"{config.num_seeds} seeds)",
-          holds=wins > cells / 2, kind="paper",
+          holds=wins > cells / 2,
           evidence=results.Evidence(
               seeds=int(config.num_seeds), margin_se=wins_margin,
               note=f"the verdict flips if {flips} of its {len(side)} cells flip; margin: the "
                    f"{flips}{ordinal} smallest of their margins, in s.e. of each cell's "
                    "difference of means (unpaired)")),
-      results.Claim(
-          id="orders_below_m", statement="learned orders sit below the PDE order m in every cell",
-          paper="beta* < m in every cell",
+      CLAIMS["orders_below_m"].claim(
           ours=f"max learned order < m in {below}/{cells} cells",
-          holds=below == cells, kind="paper",
+          holds=below == cells,
           evidence=results.Evidence(
               seeds=int(config.num_seeds),
               note="no s.e. of the top order is measured; the orders start at 1 .. max(2, m), "
                    "so the top order starts at m (above it for m = 1) and the claim asks "
                    "training to lower it; at or above m: " + (", ".join(high) or "none"))),
-      results.Claim(
-          id="overhead",
-          statement="per-step time overhead of del-NO over the plain backbone, for each backbone",
-          paper="25-40%",
+      CLAIMS["overhead"].claim(
           ours="; ".join(f"{bb}: median {100 * v:.0f}% over {len(by_backbone[bb])} PDEs "
                          f"({', '.join(f'{100 * x:.0f}' for x in by_backbone[bb])}%)"
                          for bb, v in overhead.items()),
-          holds=all(v <= 0.40 for v in overhead.values()), kind="paper",
+          holds=all(v <= 0.40 for v in overhead.values()),
           evidence=results.Evidence(
               seeds=1, timing=True,
               note="per-step times of one run's training programs, whose replica counts "
@@ -752,12 +793,9 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
   if "xy_gap_mean" in metrics:
     gap = metrics["xy_gap_mean"]
     n_2d = sum(1 for k, v in metrics.items() if k.endswith("_xy_gap") and np.isfinite(v))
-    out.append(results.Claim(
-        id="xy_orders_agree",
-        statement="learned orders along x and y agree on an isotropic PDE (Darcy)",
-        paper="within 0.035",
+    out.append(CLAIMS["xy_orders_agree"].claim(
         ours=f"mean max |beta_x - beta_y| {gap:.3f} over {n_2d} Darcy cells",
-        holds=gap <= 0.035, kind="paper",
+        holds=gap <= 0.035,
         evidence=results.Evidence(
             seeds=int(config.num_seeds),
             note="no s.e. of the x-y gap is measured; x and y orders start equal, so a small "
@@ -767,7 +805,6 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
       continue
     vals = [v for v, _ in pts]
     mean = [metrics[f"sweep_{kind}_{v:g}_beta"] for v in vals]
-    _, statement = _SWEEP_CLAIMS[kind]
     levels = int(metrics[f"sweep_{kind}_levels"])
     rho, p_value = metrics[f"sweep_{kind}_spearman_replicas"], metrics[f"sweep_{kind}_p_value"]
     # The deciding statistic is the permutation p-value; on the normal scale (one-sided z,
@@ -777,19 +814,19 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
     sweep_margin = results.margin_in_se(z, float(stats.norm.isf(config.sweep_p_value)), 1.0)
     too_few = (f"{levels} levels, fewer than sweep_min_levels = {config.sweep_min_levels}: "
                "not judged, whatever the data" if levels < config.sweep_min_levels else "")
-    out.append(results.Claim(
-        id=f"sweep_{kind}", statement=statement,
-        paper="monotone (Theorem 5.6 and its sweeps)",
+    out.append(CLAIMS[f"sweep_{kind}"].claim(
         ours=(f"mean top order {[round(float(b), 3) for b in mean]} at {kind}="
               f"{[float(v) for v in vals]}; Spearman over {levels} levels x "
               f"{config.sweep_num_seeds} seeds {rho:+.2f}, one-sided permutation p = {p_value:.3g}"
               + ("" if levels >= config.sweep_min_levels else
                  f" (fewer than {config.sweep_min_levels} levels: not judged)")),
-        holds=sweep_holds, kind="paper",
+        holds=sweep_holds,
         evidence=results.Evidence(
             seeds=int(config.sweep_num_seeds), margin_se=None if too_few else sweep_margin,
             by_construction=too_few, after_change=_SWEEP_AFTER_CHANGE.get(kind, ""),
             note=f"margin: one-sided z of the permutation p ({levels} levels x "
                  f"{config.sweep_num_seeds} seeds) from the z of p = {config.sweep_p_value:g}"
                  + _SWEEP_NOTES.get(kind, ""))))
-  return out
+  measured = {c.id for c in out}
+  return results.as_declared(out, {k: d for k, d in CLAIMS.items()
+                                    if k in measured or k not in _CONDITIONAL})
