@@ -466,6 +466,8 @@ def _ablation_rule(ablation: str) -> str:
           f"{ablation}, paired over config.num_seeds seeds, is above 2 s.e.")
 
 
+_ID_TOLERANCE, _MIN_ARI = 0.05, 0.5  # id_close's band and environments_found's threshold
+
 CLAIMS = results.declare(
     results.Declared(
         id="dpo_amplifies", kind="paper",
@@ -525,8 +527,13 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
   the inferred environments (random ones instead) lowers OOD accuracy by more
   than 2 s.e. (paired). Check ``environments_found``: the clusters' mean ARI
   against the true environments is at least ``min_ari``. Each is declared, with its
-  rule, in :data:`CLAIMS`.
+  rule, in :data:`CLAIMS` (a config with another ``id_tolerance`` or ``min_ari`` than the
+  rules state is refused).
   """
+  if (float(config.id_tolerance), float(config.min_ari)) != (_ID_TOLERANCE, _MIN_ARI):
+    raise ValueError(f"config.id_tolerance and config.min_ari must be the declared rules' "
+                     f"{_ID_TOLERANCE} and {_MIN_ARI} (a changed rule takes new claim ids), "
+                     f"got {config.id_tolerance} and {config.min_ari}")
   m = metrics
   n = int(m["num_seeds"])
 
