@@ -524,6 +524,9 @@ def _task_declared(name: str, what: str, guide: int, config: str = "") -> tuple:
   )
 
 
+# The thresholds CLAIMS' rules state: z, erase_target, min_unedited_acc, paper_seconds.
+_RULE_CONFIG = {"z": 2.0, "erase_target": 0.1, "min_unedited_acc": 0.8, "paper_seconds": 4.3}
+
 CLAIMS = results.declare(
     results.Declared(
         id="generator_works", kind="check",
@@ -560,7 +563,14 @@ def claims(config: ml_collections.ConfigDict, m) -> list[Claim]:
   as one seed; ``config.num_test_seeds`` paired sampling seeds give the s.e. of the margins,
   which is sampling noise on that generator only (the README's 800-step generator flips
   the FD verdict on digit 3 and the held-out erasure of 2 and 5).
+
+  Each claim is declared, with its rule, in :data:`CLAIMS`; a config with other thresholds
+  than the rules state is refused.
   """
+  got = {k: float(config[k]) for k in _RULE_CONFIG}
+  if got != _RULE_CONFIG:
+    raise ValueError(f"config's {sorted(_RULE_CONFIG)} must be the declared rules' "
+                     f"{_RULE_CONFIG} (a changed rule takes new claim ids), got {got}")
   z = float(config.z)
   gens = 1  # one trained generator: the sampling seeds do not resample it
   one_gen = (f"one generator; the s.e. is over {int(config.num_test_seeds)} paired sampling "
