@@ -269,6 +269,61 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   return metrics
 
 
+def _ordering_rule(who: str, prompts: str) -> str:
+  return (f"over {prompts}, {who} accuracy on the structure level minus its accuracy on the "
+          "filtration and persistence levels pooled is above 0 and above 2 s.e. (binomial "
+          "s.e.s of the two accuracies, in quadrature)")
+
+
+CLAIMS = results.declare(
+    results.Declared(
+        id="engine_equals_gudhi", kind="check",
+        statement="our persistence engine agrees with gudhi on every generated instance",
+        paper="(our check; the paper's engine is not public)",
+        rule="measured when config.check_gudhi: at least one graph checked, no generated "
+             "graph's H0 or H1 diagram (points of positive persistence) differs from gudhi's, "
+             "and the batched JAX H0 differs from the host's on none",
+        config="quick"),  # a config with check_gudhi = False (no gudhi) does not check
+    results.Declared(
+        id="oracle_exact", kind="check",
+        statement="the engine answers every engine-defined task exactly from the prompt alone",
+        paper="(our check of the prompts and scorers)",
+        rule="the engine, reading each prompt back, scores accuracy exactly 1.0 over the "
+             "engine-defined tasks' prompts (every task but real_graph_classification)"),
+    results.Declared(
+        id="lm_struggles_with_transitions", kind="paper",
+        statement="language models reason about structure better than about structural "
+                  "transitions and persistence",
+        paper="most models struggle with transitions and persistence (abstract; no per-level "
+              "figures public)",
+        rule=("measured when config.lm names a model and config.lm_num_instances > 0: "
+              + _ordering_rule("the language model's", "its prompts")),
+        config="quick"),  # the tiny config runs no language model (config.lm = '')
+    results.Declared(
+        id="lm_above_chance", kind="check",
+        statement="the language model beats the random and majority baselines on its prompts "
+                  "(so its ordering is its own, not the answer spaces')",
+        paper="(our control, added after the lm_cpu run; the issue expects chance)",
+        rule="measured when config.lm names a model and config.lm_num_instances > 0: its "
+             "accuracy over its prompts minus the higher of the random and majority baselines' "
+             "accuracies on the same prompts is above 0 and above 2 s.e. (binomial s.e.s in "
+             "quadrature)",
+        config="quick"),  # the tiny config runs no language model (config.lm = '')
+    results.Declared(
+        id="skeleton_ordering", kind="check",
+        statement="the same ordering for the skeleton baseline (how much the answer spaces "
+                  "alone order the levels)",
+        paper="(our control)",
+        rule=_ordering_rule("the 1-skeleton baseline's", "every generated instance's prompts")),
+    results.Declared(
+        id="random_ordering", kind="check",
+        statement="the same ordering for the random baseline (how much the answer spaces "
+                  "alone order the levels)",
+        paper="(our control)",
+        rule=_ordering_rule("the random baseline's", "every generated instance's prompts")),
+)
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            ) -> list[results.Claim]:
   """The claims, from the config and :func:`run`'s metrics alone (pure).
@@ -283,27 +338,23 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   model's accuracy over its prompts exceeds the better of the random and majority
   baselines' on the same prompts by more than 2 s.e. ``skeleton_ordering`` and ``random_ordering``
   (check): the same comparison for the 1-skeleton and random baselines, which says how
-  much of an ordering the tasks' answer spaces make on their own.
+  much of an ordering the tasks' answer spaces make on their own. Each is declared, with
+  its rule, in :data:`CLAIMS`; a run without gudhi's check or a language model reports
+  those claims not run.
   """
   m = metrics
   out = []
   if "engine_gudhi_mismatches" in m:
-    out.append(results.Claim(
-        id="engine_equals_gudhi",
-        statement="our persistence engine agrees with gudhi on every generated instance",
-        paper="(our check; the paper's engine is not public)",
+    out.append(CLAIMS["engine_equals_gudhi"].claim(
         ours=(f"{int(m['engine_gudhi_mismatches'])} of {int(m['engine_graphs'])} graphs differ "
               f"from gudhi (H0, H1); batched JAX H0 differs on "
               f"{int(m['engine_h0_jax_mismatches'])}"),
         holds=bool(m["engine_gudhi_mismatches"] == 0 and m["engine_h0_jax_mismatches"] == 0
-                   and m["engine_graphs"] > 0), kind="check"))
-  out.append(results.Claim(
-      id="oracle_exact",
-      statement="the engine answers every engine-defined task exactly from the prompt alone",
-      paper="(our check of the prompts and scorers)",
+                   and m["engine_graphs"] > 0)))
+  out.append(CLAIMS["oracle_exact"].claim(
       ours=f"accuracy {m['oracle_engine_tasks_acc']:.3f} over {int(m['oracle_engine_tasks_n'])} "
            "prompts",
-      holds=bool(m["oracle_engine_tasks_acc"] == 1.0), kind="check"))
+      holds=bool(m["oracle_engine_tasks_acc"] == 1.0)))
 
   def ordering(name):
     return (f"structure {m[f'{name}_structure_acc']:.3f} vs filtration+persistence "
@@ -315,15 +366,10 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
     return bool(g > 0 and g > 2 * se)
 
   if "lm_ordering_gap" in m:
-    out.append(results.Claim(
-        id="lm_struggles_with_transitions",
-        statement="language models reason about structure better than about structural "
-                  "transitions and persistence",
-        paper="most models struggle with transitions and persistence (abstract; no per-level "
-              "figures public)",
+    out.append(CLAIMS["lm_struggles_with_transitions"].claim(
         ours=(f"SmolLM2-135M-Instruct, {int(m['lm_n'])} prompts: {ordering('lm')}; "
               f"answer readable {m['lm_parsed']:.2f}"),
-        holds=sig("lm"), kind="paper",
+        holds=sig("lm"),
         evidence=results.Evidence(
             seeds=1, margin_se=_sig_margin(m["lm_ordering_gap"], m["lm_ordering_gap_se"]),
             note=(f"one model, greedy, on one draw of {int(m['lm_n'])} prompts (binomial s.e. "
@@ -332,23 +378,14 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
     chance = max(("random", "majority"), key=lambda k: m[f"{k}_on_lm_acc"])
     gap = m["lm_acc"] - m[f"{chance}_on_lm_acc"]
     se = float(np.hypot(m["lm_acc_se"], m[f"{chance}_on_lm_acc_se"]))
-    out.append(results.Claim(
-        id="lm_above_chance",
-        statement="the language model beats the random and majority baselines on its prompts "
-                  "(so its ordering is its own, not the answer spaces')",
-        paper="(our control, added after the lm_cpu run; the issue expects chance)",
+    out.append(CLAIMS["lm_above_chance"].claim(
         ours=(f"SmolLM2 {m['lm_acc']:.3f} vs {chance} {m[f'{chance}_on_lm_acc']:.3f} "
               f"(random {m['random_on_lm_acc']:.3f}, majority {m['majority_on_lm_acc']:.3f}): "
               f"gap {gap:+.3f} +- {se:.3f}"),
-        holds=bool(gap > 0 and gap > 2 * se), kind="check"))
+        holds=bool(gap > 0 and gap > 2 * se)))
   for name in ("skeleton", "random"):
-    out.append(results.Claim(
-        id=f"{name}_ordering",
-        statement=f"the same ordering for the {name} baseline (how much the answer spaces "
-                  f"alone order the levels)",
-        paper="(our control)",
-        ours=ordering(name), holds=sig(name), kind="check"))
-  return out
+    out.append(CLAIMS[f"{name}_ordering"].claim(ours=ordering(name), holds=sig(name)))
+  return results.as_declared(out, CLAIMS)
 
 
 def _chance_note(m: Mapping[str, float]) -> str:
