@@ -446,6 +446,40 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   return m
 
 
+CLAIMS = results.declare(
+    results.Declared(
+        id="flash_beats_full", kind="paper",
+        statement="at equal compute Flash-GRPO reaches a higher reward than full-trajectory "
+                  "GRPO (Flow-GRPO)",
+        paper="outperforms full trajectory training in alignment quality under low compute",
+        rule="measured when config.arms holds flash and full: Flash-GRPO's final reward minus "
+             "full-trajectory GRPO's, each after config.budget forward equivalents per sample, "
+             "paired over config.num_seeds seeds, is above 0 and above 2 s.e.",
+        config="quick"),  # a config without both arms does not compare them
+    results.Declared(
+        id="rectified_norms_flat", kind="paper",
+        statement="with temporal gradient rectification the gradient norm no longer depends "
+                  "on the SDE step",
+        paper="neutralises the time-dependent scaling factor (no figure in the abstract)",
+        rule="the max over min, across SDE steps 0..config.sde_high - 1, of the rectified "
+             "per-step gradient norm (each step's mean norm over config.variance_batches "
+             "batches times 1/c_k, averaged over seeds) is below 1.2"),
+    results.Declared(
+        id="iso_lowers_variance", kind="paper",
+        statement="iso-temporal grouping lowers the variance of the policy-gradient estimate",
+        paper="eliminates timestep-confounded variance",
+        rule="the ratio of the gradient estimate's variance with iso-temporal SDE steps to "
+             "that with independent ones (config.variance_batches batches a seed), mean over "
+             "config.num_seeds seeds, is below 1 and 1 minus it is above 2 s.e."),
+    results.Declared(
+        id="compute_matched", kind="check",
+        statement="every arm spends the same compute budget (within 10%)",
+        paper="(our check of the accounting)",
+        rule="every arm's compute (iterations times forward equivalents per iteration and "
+             "sample) is <= config.budget and > 0.9 * config.budget"),
+)
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            ) -> list[results.Claim]:
   """The claims, from the config and :func:`run`'s metrics alone (pure).
@@ -456,23 +490,21 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   under 1.2x across the SDE steps (the issue's threshold); ``iso_lowers_variance`` (paper):
   the gradient estimate's variance with iso-temporal steps, over that with independent
   ones, is below 1 by more than 2 s.e.; ``compute_matched`` (check): no arm used more than
-  the budget, and every arm more than 90% of it.
+  the budget, and every arm more than 90% of it. Each is declared, with its rule, in
+  :data:`CLAIMS`.
   """
   m = metrics
   n = int(m["num_seeds"])
   out = []
   if "gap_flash_vs_full" in m:
     g, se = m["gap_flash_vs_full"], m["gap_flash_vs_full_se"]
-    out.append(results.Claim(
-        id="flash_beats_full", statement="at equal compute Flash-GRPO reaches a higher reward "
-        "than full-trajectory GRPO (Flow-GRPO)",
-        paper="outperforms full trajectory training in alignment quality under low compute",
+    out.append(CLAIMS["flash_beats_full"].claim(
         ours=(f"reward {m['flash_reward']:.4f} vs {m['full_reward']:.4f} (from "
               f"{m['full_start_reward']:.4f}): {g:+.4f} +- {se:.4f} over "
               f"{int(m['num_seeds'])} seeds; {int(m['flash_iterations'])} vs "
               f"{int(m['full_iterations'])} iterations of {int(m['budget'])} forward "
               "equivalents per sample"),
-        holds=bool(g > 0 and g > 2 * se), kind="paper",
+        holds=bool(g > 0 and g > 2 * se),
         evidence=results.Evidence(
             seeds=n, margin_se=results.margin_in_se(g, 0.0 if g > 2 * se else 2 * se, se),
             after_change="23429d4: learning rate 1e-3 -> 1e-4 (the public configuration's) "
@@ -481,14 +513,11 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
             note=("one budget; Flash-GRPO makes "
                   f"{m['flash_iterations'] / m['full_iterations']:.1f}x "
                   "the updates at equal compute"))))
-  out.append(results.Claim(
-      id="rectified_norms_flat", statement="with temporal gradient rectification the gradient "
-      "norm no longer depends on the SDE step",
-      paper="neutralises the time-dependent scaling factor (no figure in the abstract)",
+  out.append(CLAIMS["rectified_norms_flat"].claim(
       ours=(f"spread across steps 0..{int(config.sde_high) - 1}: "
             f"{m['grad_norm_spread']:.2f}x unrectified, {m['grad_norm_spread_rectified']:.2f}x "
             "rectified (threshold 1.2x)"),
-      holds=bool(m["grad_norm_spread_rectified"] < 1.2), kind="paper",
+      holds=bool(m["grad_norm_spread_rectified"] < 1.2),
       evidence=results.Evidence(
           seeds=n,
           by_construction="the rectified norm is the measured per-step norm times 1/c_k, and "
@@ -497,23 +526,19 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
           note="what is left (the network's own dependence on t) is what the 1.2x reads; no "
                "s.e.")))
   r, se = m["variance_ratio_iso"], m["variance_ratio_iso_se"]
-  out.append(results.Claim(
-      id="iso_lowers_variance", statement="iso-temporal grouping lowers the variance of the "
-      "policy-gradient estimate",
-      paper="eliminates timestep-confounded variance", ours=(
+  out.append(CLAIMS["iso_lowers_variance"].claim(
+      ours=(
           f"variance iso / independent {r:.3f} +- {se:.3f} over {int(m['num_seeds'])} seeds "
           f"({int(config.variance_batches)} batches each)"),
-      holds=bool(r < 1 and 1 - r > 2 * se), kind="paper",
+      holds=bool(r < 1 and 1 - r > 2 * se),
       evidence=results.Evidence(seeds=n, margin_se=results.margin_in_se(
           1 - r, 0.0 if r < 1 and 1 - r > 2 * se else 2 * se, se))))
   used = [m[f"{a}_compute"] for a in config.arms]
-  out.append(results.Claim(
-      id="compute_matched", statement="every arm spends the same compute budget (within 10%)",
-      paper="(our check of the accounting)",
+  out.append(CLAIMS["compute_matched"].claim(
       ours=", ".join(f"{a} {m[f'{a}_compute']:.0f}" for a in config.arms)
            + f" of {m['budget']:.0f} forward equivalents per sample",
-      holds=bool(max(used) <= m["budget"] and min(used) > 0.9 * m["budget"]), kind="check"))
-  return out
+      holds=bool(max(used) <= m["budget"] and min(used) > 0.9 * m["budget"])))
+  return results.as_declared(out, CLAIMS)
 
 
 def untrained_task(config):
