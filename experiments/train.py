@@ -763,21 +763,28 @@ def fit_replicas(*, mesh: jax.sharding.Mesh, init_params: Callable[[jax.Array], 
 
 
 def grpo_update(cfg, optimizer: optax.GradientTransformation, beta: float,
-                clip_eps: float = 0.2) -> Callable:
+                clip_eps: float = 0.2, with_aux: bool = False) -> Callable:
   """One on-policy GRPO update of the suite's small decoder (``models/transformer.py``) as a
   pure function ``(params, opt_state, ref_params, ids, mask, actions, rewards_PxG) ->
   (params, opt_state, loss)``: :func:`reprojax.models.transformer.grpo_loss` (group
   advantages, clipped surrogate, a k3 KL penalty ``beta`` to ``ref_params``) and one
-  ``optimizer`` step. Jit it with the caller's shardings, or take :func:`grpo_step`."""
+  ``optimizer`` step. Jit it with the caller's shardings, or take :func:`grpo_step`.
+
+  With ``with_aux`` it returns ``(params, opt_state, loss, aux)``, ``aux`` the loss's
+  :class:`reprojax.algorithms.policy_gradient.GrpoAux` at the parameters before the update
+  (the mean k3 KL to ``ref_params``, the clipped fraction, ...): the same computation, its
+  side output kept instead of dropped."""
 
   def loss(params, ref_params, ids, mask, acts, rewards):
     return transformer.grpo_loss(cfg, params, ref_params, ids, mask, acts, rewards,
                                  clip_eps=clip_eps, beta=beta)
 
   def update(params, opt_state, ref_params, ids, mask, acts, rewards):
-    (l, _), grads = jax.value_and_grad(loss, has_aux=True)(params, ref_params, ids, mask,
-                                                          acts, rewards)
+    (l, aux), grads = jax.value_and_grad(loss, has_aux=True)(params, ref_params, ids, mask,
+                                                            acts, rewards)
     updates, opt_state = optimizer.update(grads, opt_state, params)
+    if with_aux:
+      return optax.apply_updates(params, updates), opt_state, l, aux
     return optax.apply_updates(params, updates), opt_state, l
 
   return update
@@ -785,16 +792,17 @@ def grpo_update(cfg, optimizer: optax.GradientTransformation, beta: float,
 
 @functools.lru_cache(maxsize=None)
 def grpo_step(cfg, learning_rate: float, beta: float, clip_eps: float = 0.2,
-              mesh: jax.sharding.Mesh | None = None):
+              mesh: jax.sharding.Mesh | None = None, with_aux: bool = False):
   """``(optimizer, jitted step)``: :func:`grpo_update` with Adam at ``learning_rate``, one
   compile per config, hyperparameters and mesh (suco's SAPO, calm's solver-rewarded RL).
   On a ``mesh`` the sequences, masks and actions are split over its ``data`` axis (their
   row count must divide by it), the parameters, optimizer state and the ``(P, G)`` rewards
-  replicated."""
+  replicated. ``with_aux``: the step also returns the loss's ``GrpoAux`` (replicated), as
+  :func:`grpo_update` says."""
   optimizer = optax.adam(learning_rate)
-  update = grpo_update(cfg, optimizer, beta, clip_eps)
+  update = grpo_update(cfg, optimizer, beta, clip_eps, with_aux)
   if mesh is None:
     return optimizer, jax.jit(update)
   rep, data = sharding.replicated(mesh), sharding.data_sharding(mesh)
   return optimizer, sharding.jit_placed(update, (rep, rep, rep, data, data, data, rep),
-                                        (rep, rep, rep))
+                                        (rep, rep, rep) + ((rep,) if with_aux else ()))

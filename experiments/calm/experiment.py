@@ -30,7 +30,9 @@ The run:
    ``sft_steps`` steps (same batch, same learning rate): equal training tokens;
 3. **RL**: GRPO (:mod:`reprojax.algorithms.policy_gradient`, a k3 KL to the SFT model) with
    the solver reward (1 when the written model's optimum matches the gold one), from CALM-SFT
-   and from direct SFT, ``rl_steps`` steps of ``rl_questions`` problems x ``group`` samples;
+   and from direct SFT, ``rl_steps`` steps of ``rl_questions`` problems x ``group`` samples,
+   each step logged (reward, unparsed share, KL to the reference, clipped fraction, groups
+   with signal: :data:`RL_LOG`);
 4. **Evaluation**: greedy answers to ``eval_per_level`` held-out problems per level, scored
    by the paper's metric (the optimal value matches), for the base, every SFT model and both
    RL models; the reasons of the failures (parse, infeasible, unbounded, wrong optimum).
@@ -290,18 +292,30 @@ def evaluate(config, params, problems, scorer) -> tuple[np.ndarray, list[calm.Ve
 # ----------------------------------------------------------------------------- RL
 
 
-def rl(config, sft_params, seed: int, scorer, mesh=None) -> tuple[Any, float]:
+RL_LOG = ("reward", "unparsed", "kl", "clipped", "informative")
+"""What :func:`rl` logs per GRPO step: the mean solver reward of the step's samples (the
+share that are right: the reward is 1 exactly when the written model's optimum is the
+gold one), the share that do not parse (a parse error, or no finished formulation), the
+mean k3 KL to the reference and the clipped fraction (the update's
+:class:`reprojax.algorithms.policy_gradient.GrpoAux`, at the parameters that sampled the
+step: step 1's KL is 0, the policy being the reference), and the share of groups whose
+rewards differ (the others have zero advantage and give no policy gradient)."""
+
+
+def rl(config, sft_params, seed: int, scorer, mesh=None
+       ) -> tuple[Any, float, dict[str, list[float]]]:
   """``rl_steps`` GRPO steps from ``sft_params`` with the solver reward (the update's rows
   split over ``mesh``'s ``data`` axis when given; sampling runs on one device); returns the
-  parameters and the mean reward of the last quarter of the steps."""
+  parameters, the mean reward of the last quarter of the steps and the per-step log
+  (``{name: [one value per step]}`` for each name of :data:`RL_LOG`)."""
   cfg = model_config(config)
   optimizer, step = train.grpo_step(cfg, float(config.rl_learning_rate),
-                                    float(config.rl_beta), 0.2, mesh)
+                                    float(config.rl_beta), 0.2, mesh, with_aux=True)
   params, opt_state = sft_params, optimizer.init(sft_params)
   pad, _ = lengths(config)
   n_new = new_tokens(config)
   nq, g = int(config.rl_questions), int(config.group)
-  seen = []
+  log: dict[str, list[float]] = {k: [] for k in RL_LOG}
   for t in range(int(config.rl_steps)):
     probs = calm_data.sample(config.eval_levels, nq, 7_000_000 + 1000 * seed + t)
     ids, mask = llama.pad_batch([TOKENIZER.encode(p.prompt) for p in probs for _ in range(g)],
@@ -313,18 +327,87 @@ def rl(config, sft_params, seed: int, scorer, mesh=None) -> tuple[Any, float]:
     n_act = lengths_b + np.asarray(gen.stopped_B)
     acts = np.arange(tokens.shape[1])[None] < n_act[:, None]
     r = np.zeros(nq * g, np.float32)
+    unparsed = np.ones(nq * g, bool)  # a special token inside the answer: no formulation
     for i in range(nq * g):
       row = [int(x) for x in tokens[i, :lengths_b[i]]]
       if all(x >= len(TOKENIZER.specials) for x in row):
-        r[i] = float(scorer(TOKENIZER.decode(row), probs[i // g]).correct)
+        v = scorer(TOKENIZER.decode(row), probs[i // g])
+        r[i] = float(v.correct)
+        unparsed[i] = reason_class(v) == "parse"
     seq = np.concatenate([ids, tokens], 1).astype(np.int32)
     smask = np.concatenate([mask, acts], 1)
     sacts = np.concatenate([np.zeros_like(mask), acts], 1)
-    params, opt_state, _ = step(params, opt_state, sft_params, seq, smask, sacts,
-                                r.reshape(nq, g))
-    seen.append(float(r.mean()))
+    r_PxG = r.reshape(nq, g)
+    params, opt_state, _, aux = step(params, opt_state, sft_params, seq, smask, sacts, r_PxG)
+    log["reward"].append(float(r.mean()))
+    log["unparsed"].append(float(unparsed.mean()))
+    log["kl"].append(float(aux.kl))
+    log["clipped"].append(float(aux.clipped_fraction))
+    log["informative"].append(float(np.mean(r_PxG.max(1) > r_PxG.min(1))))
+  seen = log["reward"]
   tail = seen[-max(1, len(seen) // 4):] if seen else [np.nan]
-  return jax.device_get(params), float(np.mean(tail))
+  return jax.device_get(params), float(np.mean(tail)), log
+
+
+def rl_step_metrics(name: str, log: Mapping[str, Sequence[float]]) -> dict[str, float]:
+  """One seed's per-step metrics of the RL run from ``name`` (``calm`` or ``direct``):
+  ``<name>_rl_step<k>_<x>`` for step k (from 1) and each ``x`` of :data:`RL_LOG`, and
+  ``<name>_rl_<x>_slope`` for the reward, the unparsed share and the KL, the least-squares
+  slope over the steps (per step; 0 for one step)."""
+  out = {}
+  for x in RL_LOG:
+    v = np.asarray(log[x], np.float64)
+    for k, y in enumerate(v, 1):
+      out[f"{name}_rl_step{k}_{x}"] = float(y)
+    if x in ("reward", "unparsed", "kl"):
+      out[f"{name}_rl_{x}_slope"] = (float(np.polyfit(np.arange(len(v)), v, 1)[0])
+                                     if len(v) > 1 else 0.0)
+  return out
+
+
+RL_TABLE_BEGIN = ("<!-- RL steps table: generated by experiment.rl_table from "
+                  "results/calm/results.json; do not edit -->")
+RL_TABLE_END = "<!-- end of RL steps table -->"
+
+
+def rl_table(metrics: Mapping[str, float], steps: int) -> str:
+  """The per-step RL table of a paper README (markers included), from a run's metrics: per
+  step and start, the reward, the unparsed share, the KL and the groups with signal, each
+  mean +- s.e. over the seeds; then the slopes and the largest clipped fraction."""
+  m = metrics
+  # (rounded, negative zero shown as 0: step 1's KL is float32 rounding around 0)
+  f = lambda k, p=3: f"{round(m[k], p) + 0.0:.{p}f} +- {m[k + '_se']:.{p}f}"  # noqa: E731
+  starts = (("calm", "CALM-SFT"), ("direct", "direct SFT"))
+  head = ["step"] + [f"{t} {x}" for _, t in starts
+                     for x in ("reward", "unparsed", "KL", "groups with signal")]
+  lines = [RL_TABLE_BEGIN,
+           f"Per GRPO step, mean +- s.e. over {int(m['num_seeds'])} seeds (the step's samples "
+           "come from the policy after the steps before it; step 1's is the SFT model).", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for k in range(1, steps + 1):
+    cells = [str(k)]
+    for s, _ in starts:
+      p = f"{s}_rl_step{k}_"
+      cells += [f(p + "reward"), f(p + "unparsed"), f(p + "kl", 5), f(p + "informative", 2)]
+    lines.append("| " + " | ".join(cells) + " |")
+  lines.append("")
+  for s, t in starts:
+    clip = max(m[f"{s}_rl_step{k}_clipped"] for k in range(1, steps + 1))
+    lines.append(f"{t}: slope per step of the reward {f(f'{s}_rl_reward_slope', 4)}, of the "
+                 f"unparsed share {f(f'{s}_rl_unparsed_slope', 4)}, of the KL "
+                 f"{f(f'{s}_rl_kl_slope', 5)}; step 1's KL {m[f'{s}_rl_step1_kl']:.1e} "
+                 f"(0 but for float32 rounding: the policy is the reference); clipped fraction at "
+                 f"most {clip:.3f}.")
+  lines.append(RL_TABLE_END)
+  return "\n".join(lines)
+
+
+def update_readme_rl_table(readme: str, results_path: str) -> bool:
+  """Rewrites ``readme``'s RL steps table from ``results_path``; False if it has none."""
+  with open(results_path) as fh:
+    res = json.load(fh)
+  return results.replace_between(readme, RL_TABLE_BEGIN, RL_TABLE_END,
+                                 rl_table(res["metrics"], int(res["config"]["rl_steps"])))
 
 
 # ----------------------------------------------------------------------------- the run
@@ -410,6 +493,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   # the gold formulations re-solve to their stored optima (the language round trip)
   roundtrip = []
   reasons: dict[str, dict[str, float]] = {m: {} for m in methods(config)}
+  rl_logs: dict[str, list[dict[str, list[float]]]] = {}  # start -> per seed, RL_LOG's lists
   for s in range(int(config.num_seeds)):
     seed = int(config.seed) + s
     t0 = time.perf_counter()
@@ -434,7 +518,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     t0 = time.perf_counter()
     for name in ("direct", "calm"):
       if int(config.rl_steps) > 0:
-        models[f"{name}_rl"], reward = rl(config, models[name], seed, scorer, mesh)
+        models[f"{name}_rl"], reward, log = rl(config, models[name], seed, scorer, mesh)
+        rl_logs.setdefault(name, []).append(log)
+        for k, v in rl_step_metrics(name, log).items():
+          add(k, v)
       else:
         models[f"{name}_rl"], reward = models[name], np.nan
       add(f"{name}_rl_reward", reward)
@@ -475,6 +562,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   for k, v in times.items():
     m[f"time_{k}_s"] = v
   plots.plot_levels(workdir, config, m)
+  if rl_logs:
+    plots.plot_rl_steps(workdir, config, rl_logs)
   return m
 
 
@@ -496,9 +585,86 @@ def _gap_part(m, a: str, b: str, suffix: str, seeds: int) -> tuple[bool, float |
   return margin_part(g, 0.0, se, bool(g > 0 and g > 2 * se), seeds)
 
 
+_BEATS = "above 0 and above 2 s.e. over the seeds"
+CLAIMS = results.declare(
+    results.Declared(
+        id="calm_beats_direct_sft_hard", kind="paper",
+        statement="at equal training tokens, SFT on the base model's hint-corrected attempts "
+        "beats SFT on teacher solutions on the hard level",
+        paper="CALM beats direct distillation of full teacher solutions (matched "
+        "hard-benchmark control)",
+        rule="paired per-seed gap of greedy held-out accuracy on the hardest evaluated level, "
+        f"CALM-SFT minus direct SFT (equal target tokens), {_BEATS}"),
+    results.Declared(
+        id="direct_sft_easy_up_hard_down", kind="paper",
+        statement="direct SFT on written-out solutions improves easy problems while hurting "
+        "hard ones",
+        paper="direct fine-tuning improves easier cases while hurting harder ones",
+        rule="mean over the seeds of greedy held-out accuracy, direct SFT minus the base "
+        "model: above 0 on the easiest evaluated level and below 0 on the hardest (any "
+        "difference counts, no s.e. threshold)"),
+    results.Declared(
+        id="rl_adds", kind="paper",
+        statement="RL with a solver-verified reward adds to CALM-SFT",
+        paper="STORM (CALM-SFT + RL) 68.9% macro accuracy over five OR benchmarks, above "
+        "CALM-SFT alone",
+        rule="paired per-seed gap of greedy held-out accuracy averaged over the evaluated "
+        f"levels, CALM-SFT + GRPO minus CALM-SFT, {_BEATS}",
+        config="quick"),  # a config with rl_steps = 0 runs no RL
+    results.Declared(
+        id="calm_rl_beats_direct_rl", kind="paper",
+        statement="after the same RL, CALM's start beats direct SFT's on the hard level",
+        paper="CALM yields stronger final RL performance than direct distillation baselines",
+        rule="paired per-seed gap of greedy held-out accuracy on the hardest evaluated level, "
+        f"GRPO from CALM-SFT minus the same GRPO from direct SFT, {_BEATS}",
+        config="quick"),  # a config with rl_steps = 0 runs no RL
+    results.Declared(
+        id="hints_few_tokens", kind="paper",
+        statement="hints modify under 2.6% of the tokens of the corrected trajectories",
+        paper="fewer than 2.6% of generated tokens",
+        rule="some attempts are kept (kept share above 0) and the hint tokens' share of all "
+        "kept trajectories' tokens, mean over the seeds, below 0.026"),
+    results.Declared(
+        id="random_position_loses", kind="check",
+        statement="hints at random positions instead of the first mistake lose CALM's gain",
+        paper="(our control)",
+        rule="paired per-seed gap of greedy held-out accuracy on the hardest evaluated level, "
+        f"CALM-SFT minus the random-position control, {_BEATS}"),
+    results.Declared(
+        id="hints_never_copy_gold", kind="check",
+        statement="no hint writes a gold line",
+        paper="(our check; holds by construction: a hint names the next line)",
+        rule="no kept hint, over all seeds, holds a gold line's content (count == 0)"),
+    results.Declared(
+        id="gold_roundtrip", kind="check",
+        statement="gold formulations in both styles parse and re-solve to their stored optima",
+        paper="(our check of the language and the solver call)",
+        rule="every checked gold formulation (the first 20 held-out problems of each seed, in "
+        "the base and the teacher style) parses and re-solves to its stored optimum (share "
+        "== 1)"),
+)
+
+
+def _rl_trend(m, start: str, steps: int) -> str:
+  """The RL run's own course from ``start``, from its per-step metrics (runs that logged
+  them; '' for older runs): the training reward at step 1 (the SFT model's samples) and
+  over the later steps, its slope, and the unparsed share likewise."""
+  if steps < 2 or f"{start}_rl_step1_reward" not in m:
+    return ""
+  later = lambda x: float(np.mean([m[f"{start}_rl_step{k}_{x}"]  # noqa: E731
+                                   for k in range(2, steps + 1)]))
+  p = f"{start}_rl_"
+  return (f"; training reward {m[p + 'step1_reward']:.3f} at step 1, {later('reward'):.3f} "
+          f"over steps 2-{steps} (slope {m[p + 'reward_slope']:+.4f} +- "
+          f"{m[p + 'reward_slope_se']:.4f} a step), samples unparsed "
+          f"{m[p + 'step1_unparsed']:.3f} then {later('unparsed'):.3f}, KL to the SFT model "
+          f"{later('kl'):.4f} over steps 2-{steps}")
+
+
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            ) -> list[results.Claim]:
-  """The claims, from the config and :func:`run`'s metrics alone (pure).
+  """The claims, from the config and :func:`run`'s metrics alone (pure), in the order and
+  with the rules of :data:`CLAIMS`.
 
   "Beats" is a paired accuracy gap over the seeds above zero and above 2 s.e. (fixed before
   any run); "hard" is the hardest evaluated level.
@@ -508,8 +674,9 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   * ``direct_sft_easy_up_hard_down`` (paper): direct SFT raises the easiest level over the
     base model and lowers the hard one (any drop counts);
   * ``rl_adds`` (paper): RL from CALM-SFT beats CALM-SFT (mean over levels);
-  * ``calm_rl_beats_direct_rl`` (paper, when RL runs): after the same RL, starting from
-    CALM-SFT beats starting from direct SFT on the hard level;
+  * ``calm_rl_beats_direct_rl`` (paper): after the same RL, starting from CALM-SFT beats
+    starting from direct SFT on the hard level (with ``rl_steps = 0`` it and ``rl_adds``
+    are reported as not run);
   * ``hints_few_tokens`` (paper): hints are under 2.6% of the kept trajectories' tokens;
   * ``random_position_loses`` (check): CALM-SFT beats the control with hints at random
     positions on the hard level;
@@ -527,18 +694,14 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   seeds = int(m["num_seeds"])
   out = []
   holds, txt = _beats(m, "calm", "direct", f"_L{hard}")
-  out.append(results.Claim(
-      id="calm_beats_direct_sft_hard", statement="at equal training tokens, SFT on the base "
-      "model's hint-corrected attempts beats SFT on teacher solutions on the hard level",
-      paper="CALM beats direct distillation of full teacher solutions (matched hard-benchmark "
-      "control)",
+  out.append(CLAIMS["calm_beats_direct_sft_hard"].claim(
       ours=(f"level {hard}: CALM-SFT {txt} over {seeds} seeds ({m['sft_tokens']:.0f} target "
             f"tokens each); all levels: {_beats(m, 'calm', 'direct')[1]}. The ablation, gold "
             f"solutions in the base model's own style: level {hard} "
             f"{m[f'styled_acc_L{hard}']:.3f} (CALM minus it "
             f"{m[f'gap_calm_vs_styled_L{hard}']:+.3f} +- "
             f"{m[f'gap_calm_vs_styled_L{hard}_se']:.3f})"),
-      holds=holds, kind="paper",
+      holds=holds,
       evidence=results.Evidence(
           seeds=seeds,
           margin_se=conjunction_margin([_gap_part(m, "calm", "direct", f"_L{hard}", seeds)]),
@@ -552,13 +715,10 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
           note=f"{seeds} seeds share one base model")))
   ge, gse = m[f"gap_direct_vs_base_L{easy}"], m[f"gap_direct_vs_base_L{easy}_se"]
   gh, hse = m[f"gap_direct_vs_base_L{hard}"], m[f"gap_direct_vs_base_L{hard}_se"]
-  out.append(results.Claim(
-      id="direct_sft_easy_up_hard_down", statement="direct SFT on written-out solutions "
-      "improves easy problems while hurting hard ones",
-      paper="direct fine-tuning improves easier cases while hurting harder ones",
+  out.append(CLAIMS["direct_sft_easy_up_hard_down"].claim(
       ours=(f"direct SFT minus base: level {easy} {ge:+.3f} +- {gse:.3f}, level {hard} "
             f"{gh:+.3f} +- {hse:.3f}"),
-      holds=bool(ge > 0 and gh < 0), kind="paper",
+      holds=bool(ge > 0 and gh < 0),
       evidence=results.Evidence(
           seeds=seeds,
           margin_se=conjunction_margin([margin_part(ge, 0.0, gse, bool(ge > 0), seeds),
@@ -570,23 +730,17 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
           note=f"{seeds} seeds share one base model")))
   if int(config.rl_steps) > 0:
     holds, txt = _beats(m, "calm_rl", "calm")
-    out.append(results.Claim(
-        id="rl_adds", statement="RL with a solver-verified reward adds to CALM-SFT",
-        paper="STORM (CALM-SFT + RL) 68.9% macro accuracy over five OR benchmarks, above "
-        "CALM-SFT alone",
+    out.append(CLAIMS["rl_adds"].claim(
         ours=(f"mean over levels {txt}; level {hard}: "
               f"{_beats(m, 'calm_rl', 'calm', f'_L{hard}')[1]}; {int(config.rl_steps)} GRPO "
-              "steps"), holds=holds, kind="paper",
+              f"steps{_rl_trend(m, 'calm', int(config.rl_steps))}"), holds=holds,
         evidence=results.Evidence(
             seeds=seeds, margin_se=conjunction_margin([_gap_part(m, "calm_rl", "calm", "", seeds)]),
             note=(f"{int(config.rl_steps)} GRPO steps of {int(config.rl_questions)} x "
                   f"{int(config.group)}; {seeds} seeds share one base model"))))
     holds, txt = _beats(m, "calm_rl", "direct_rl", f"_L{hard}")
-    out.append(results.Claim(
-        id="calm_rl_beats_direct_rl", statement="after the same RL, CALM's start beats direct "
-        "SFT's on the hard level", paper="CALM yields stronger final RL performance than "
-        "direct distillation baselines", ours=f"level {hard}: {txt}", holds=holds,
-        kind="paper",
+    out.append(CLAIMS["calm_rl_beats_direct_rl"].claim(
+        ours=f"level {hard}: {txt}", holds=holds,
         evidence=results.Evidence(
             seeds=seeds,
             margin_se=conjunction_margin(
@@ -594,13 +748,11 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
             note=(f"direct SFT's start is the planted style's broken model; "
                   f"{int(config.rl_steps)} GRPO steps; {seeds} seeds share one base model"))))
   frac = m["calm_modified_fraction"]
-  out.append(results.Claim(
-      id="hints_few_tokens", statement="hints modify under 2.6% of the tokens of the corrected "
-      "trajectories", paper="fewer than 2.6% of generated tokens",
+  out.append(CLAIMS["hints_few_tokens"].claim(
       ours=(f"{100 * frac:.1f}% of all kept tokens ({100 * m['calm_modified_fraction_hinted']:.1f}"
             f"% of the hinted trajectories'), {m['calm_hints_per_fixed']:.2f} hints per hinted "
             f"trajectory; our trajectories are ~40 tokens, the paper's thousands"),
-      holds=bool(m["calm_kept"] > 0 and frac < 0.026), kind="paper",
+      holds=bool(m["calm_kept"] > 0 and frac < 0.026),
       evidence=results.Evidence(
           seeds=seeds,
           margin_se=conjunction_margin([margin_part(m["calm_kept"], 0.0, m["calm_kept_se"],
@@ -610,23 +762,17 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
           note=("a hint is 2 tokens in attempts of 15-45 (the paper's: thousands): our "
                 "lengths set much of the share"))))
   holds, txt = _beats(m, "calm", "random", f"_L{hard}")
-  out.append(results.Claim(
-      id="random_position_loses", statement="hints at random positions instead of the first "
-      "mistake lose CALM's gain", paper="(our control)",
+  out.append(CLAIMS["random_position_loses"].claim(
       ours=(f"level {hard}: CALM-SFT {txt}; kept after correction: CALM "
             f"{m['calm_kept']:.2f}, control {m['random_kept']:.2f} of the attempts (drafts "
-            f"right: {m['draft_acc']:.2f})"), holds=holds, kind="check"))
-  out.append(results.Claim(
-      id="hints_never_copy_gold", statement="no hint writes a gold line",
-      paper="(our check; holds by construction: a hint names the next line)",
+            f"right: {m['draft_acc']:.2f})"), holds=holds))
+  out.append(CLAIMS["hints_never_copy_gold"].claim(
       ours=f"{m['calm_hint_copies']:.0f} copies among the kept hints",
-      holds=bool(m["calm_hint_copies"] == 0), kind="check"))
-  out.append(results.Claim(
-      id="gold_roundtrip", statement="gold formulations in both styles parse and re-solve to "
-      "their stored optima", paper="(our check of the language and the solver call)",
+      holds=bool(m["calm_hint_copies"] == 0)))
+  out.append(CLAIMS["gold_roundtrip"].claim(
       ours=f"{100 * m['roundtrip_ok']:.0f}% of those checked",
-      holds=bool(m["roundtrip_ok"] == 1.0), kind="check"))
-  return out
+      holds=bool(m["roundtrip_ok"] == 1.0)))
+  return results.as_declared(out, CLAIMS)
 
 
 # ----------------------------------------------------------------------------- main step

@@ -13,8 +13,10 @@ from reprojax.algorithms import calm
 from reprojax.data import calm as calm_data
 from reprojax.experiments import registry
 from reprojax.experiments import sharding
+from reprojax.experiments import train
 from reprojax.experiments.calm import experiment
 from reprojax.models import llama
+from reprojax.models import transformer
 
 RERUN = True  # tests/test_notebooks.py reruns the notebook's experiment in its folder
 _TIMINGS = ("time_base_s", "time_correct_s", "time_sft_s", "time_rl_s", "time_eval_s")
@@ -47,6 +49,12 @@ def check_tiny_run(config, m, workdir, again):
       "calm_beats_direct_sft_hard", "direct_sft_easy_up_hard_down", "rl_adds",
       "calm_rl_beats_direct_rl", "hints_few_tokens", "random_position_loses",
       "hints_never_copy_gold", "gold_roundtrip"]
+  for start in ("calm", "direct"):  # the RL runs' per-step log: step 1 samples the reference
+    assert m[f"{start}_rl_step1_kl"] == pytest.approx(0.0, abs=1e-7)
+    assert f"{start}_rl_step{int(config.rl_steps) + 1}_reward" not in m
+    for x in experiment.RL_LOG:
+      assert 0.0 <= m[f"{start}_rl_step{int(config.rl_steps)}_{x}"] <= 1.0
+  assert os.path.isfile(workdir / "rl_steps.png") and os.path.isfile(workdir / "rl_steps.md")
   np.testing.assert_equal({k: v for k, v in again.items() if k not in _TIMINGS},
                           {k: v for k, v in m.items() if k not in _TIMINGS})
 
@@ -109,8 +117,10 @@ def test_claims_on_hand_made_metrics():
   assert c["rl_adds"].evidence.margin_se == 0.0
   with config.unlocked():
     config.rl_steps = 0
-  ids = [x.id for x in experiment.claims(config, _metrics())]
-  assert "rl_adds" not in ids and "calm_rl_beats_direct_rl" not in ids
+  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  assert list(c) == list(experiment.CLAIMS)  # every declared claim, in declaration order
+  for i in ("rl_adds", "calm_rl_beats_direct_rl"):  # no RL: reported as not run, not held
+    assert not c[i].holds and c[i].evidence.not_run == "quick"
 
 
 def test_bad_config():
@@ -179,10 +189,89 @@ def test_rl_runs_a_step_on_the_solver_reward():
     return max(float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(new),
                                                             jax.tree.leaves(params)))
 
-  new, reward = experiment.rl(config, params, 0, Half())
+  new, reward, _ = experiment.rl(config, params, 0, Half())
   assert 0.0 < reward < 1.0 and moved(new) > 1e-4
-  new, reward = experiment.rl(config, params, 0, experiment._Scorer())  # pylint: disable=protected-access
+  new, reward, log = experiment.rl(config, params, 0, experiment._Scorer())  # pylint: disable=protected-access
   assert reward == 0.0 and moved(new) < 1e-5
+  assert log["informative"] == [0.0]  # every group's rewards equal: no advantage anywhere
+
+
+def test_rl_logs_every_step():
+  """The per-step log of three GRPO steps (a scorer that rewards every other sample, so
+  every group has signal and the policy moves): one entry per step and quantity; step 1's
+  KL is 0 (the policy that sampled it is the reference), later steps' positive (the
+  policy moved); the rewards are the scorer's shares, the last quarter's mean returned; the
+  clipped fraction is 0 (one update per batch: the ratio is 1); the step metrics and their
+  least-squares slopes come from the log."""
+  config = registry.load_config("calm", "tiny")
+  with config.unlocked():
+    config.rl_steps = 3
+    config.rl_learning_rate = 1e-2  # a step that moves the policy well above float32's KL noise
+  cfg = experiment.model_config(config)
+  params = jax.device_get(llama.init(cfg, jax.random.key(0)))
+
+  class Half:
+    calls = 0
+
+    def __call__(self, trajectory, problem):
+      del trajectory, problem
+      self.calls += 1
+      ok = self.calls % 2 == 1
+      return calm.Verdict(ok, "correct" if ok else "parse error: line 1", 0.0)
+
+  scorer = Half()
+  _, reward, log = experiment.rl(config, params, 0, scorer)
+  assert set(log) == set(experiment.RL_LOG) and all(len(v) == 3 for v in log.values())
+  assert log["kl"][0] == pytest.approx(0.0, abs=1e-7)
+  assert all(k > 1e-9 for k in log["kl"][1:]), log["kl"]
+  assert log["clipped"] == [0.0, 0.0, 0.0]
+  n = int(config.rl_questions) * int(config.group)
+  assert sum(log["reward"]) * n == pytest.approx((scorer.calls + 1) // 2)
+  for r, u in zip(log["reward"], log["unparsed"]):  # scored wrong samples are parse errors,
+    assert r + u == pytest.approx(1.0)              # the unscored ones count as unparsed
+  assert reward == log["reward"][-1]
+  m = experiment.rl_step_metrics("calm", {**log, "kl": [0.0, 0.5, 1.0]})
+  assert m["calm_rl_step2_kl"] == 0.5 and m["calm_rl_kl_slope"] == pytest.approx(0.5)
+  assert m["calm_rl_step3_reward"] == log["reward"][2] and "calm_rl_step4_kl" not in m
+
+
+def test_grpo_step_aux_leaves_the_update_unchanged():
+  """``train.grpo_step(..., with_aux=True)``, which calm's RL uses, gives the parameters,
+  optimizer state and loss of the step without it, bit for bit, on the 8-device mesh (the
+  rows split over it, as calm's RL runs); its aux's KL is 0 where the policy is the
+  reference and matches the k3 estimator recomputed by hand where it is not."""
+  config = registry.load_config("calm", "tiny")
+  cfg = experiment.model_config(config)
+  st = experiment.main_step(config, jax.random.key(0))
+  params, opt, ref, ids, mask, acts, rewards = st.args
+  mesh = sharding.config_mesh(config)
+  _, plain = train.grpo_step(cfg, 3e-4, 0.02, 0.2, mesh)
+  _, with_aux = train.grpo_step(cfg, 3e-4, 0.02, 0.2, mesh, with_aux=True)
+  a = plain(params, opt, ref, ids, mask, acts, rewards)
+  b = with_aux(params, opt, ref, ids, mask, acts, rewards)
+  assert len(a) == 3 and len(b) == 4
+  jax.tree.map(np.testing.assert_array_equal, jax.device_get(a), jax.device_get(b[:3]))
+  assert float(b[3].kl) == pytest.approx(0.0, abs=1e-7) and float(b[3].clipped_fraction) == 0.0
+  other = jax.device_get(llama.init(cfg, jax.random.key(1)))
+  aux = with_aux(params, opt, other, ids, mask, acts, rewards)[3]
+  logprobs = jax.jit(lambda p: transformer.token_logprobs(cfg, p, ids, mask))
+  lp, lr = (np.asarray(logprobs(p), np.float64) for p in (params, other))
+  k3 = np.exp(lr - lp) - (lr - lp) - 1.0
+  w = acts / acts.sum(1, keepdims=True) / acts.shape[0]  # per sample, then over samples
+  assert float(aux.kl) == pytest.approx(float(np.sum(w * k3)), rel=1e-4)
+
+
+def test_readme_rl_table_is_the_committed_runs():
+  """The README's per-step RL table is :func:`experiment.rl_table` of the committed quick
+  run's metrics (regenerate: ``experiment.update_readme_rl_table``)."""
+  root = os.path.join(os.path.dirname(__file__), "..", "..")
+  with open(os.path.join(root, "results", "calm", "results.json")) as f:
+    res = json.load(f)
+  with open(os.path.join(root, "experiments", "calm", "README.md")) as f:
+    text = f.read()
+  table = experiment.rl_table(res["metrics"], int(res["config"]["rl_steps"]))
+  assert table in text
+  assert text.count(experiment.RL_TABLE_BEGIN) == 1
 
 
 def test_sft_sets_on_a_scripted_model():
