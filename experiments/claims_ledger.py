@@ -7,9 +7,9 @@ never deleted or redefined. A changed rule takes a new id and the old id moves t
 paper's ``RETIRED`` (:class:`reprojax.experiments.results.Retired`), still in the ledger.
 ``tests/experiments/test_papers.py`` fails on any difference (:func:`problems`);
 
-    python -m reprojax.experiments.claims_ledger
+    python -m reprojax.experiments.claims_ledger <slug> [<slug> ...]   # or --all
 
-records the ids that are new, and refuses to change a recorded one.
+records the named papers' new ids, and refuses to change a recorded one.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def problems(slug: str, declared: Mapping[str, results.Declared],
   for cid, d in declared.items():
     if cid not in recorded:
       out.append(f"{slug}: {cid!r} is not in the ledger: record it (python -m "
-                 "reprojax.experiments.claims_ledger)")
+                 f"reprojax.experiments.claims_ledger {slug})")
     elif recorded[cid] != d.fingerprint():
       out.append(f"{slug}: the kind or rule of {cid!r} changed since it was recorded: a "
                  "changed rule takes a new id, and the old one is retired")
@@ -83,8 +83,15 @@ def record(ledger: Mapping[str, Mapping[str, Any]], slug: str,
 
 
 def main(argv: Sequence[str] = ()) -> int:
+  slugs = registry.PAPERS if list(argv) == ["--all"] else list(argv)
+  unknown = [s for s in slugs if s not in registry.PAPERS]
+  if not slugs or unknown:
+    print(f"usage: python -m reprojax.experiments.claims_ledger <slug> ... | --all "
+          f"(unknown: {unknown})" if unknown else "usage: python -m "
+          "reprojax.experiments.claims_ledger <slug> ... | --all", file=sys.stderr)
+    return 2
   ledger = load()
-  for slug in registry.PAPERS:
+  for slug in slugs:
     ledger = record(ledger, slug, *declarations(slug))
   results.atomic_write_text(PATH, json.dumps(ledger, indent=2, sort_keys=True) + "\n")
   print(f"wrote {PATH}: {sum(len(v) for v in ledger.values())} claim ids over "
