@@ -443,10 +443,10 @@ def _conjunction_margin(parts):
   return min((mg for _, mg in parts), default=None)
 
 
-# Issue 33 (e525acf) added the paper's evaluation of three paper claims whose rules under our
-# protocol had failed in every run since the first (75653b2); it had given their ids to the
-# new rules and re-typed the old as checks. Issue 64 gave the old rules their ids and kind
-# back (RETIRED), the paper's evaluation the ids *_authors_eval: both count.
+# Issue 33 added the paper's evaluation of three paper claims whose rules under our protocol
+# had failed in every run since the first; it had given their ids to the new rules and
+# re-typed the old as checks. Issue 64 gave the old rules their ids and kind back (RETIRED),
+# the paper's evaluation the ids *_authors_eval: both count.
 _ISSUE33 = ("e525acf: moved to the paper's evaluation after failing in every run under our "
             "protocol; ")
 

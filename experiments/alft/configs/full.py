@@ -2,8 +2,8 @@
 
     python -m reprojax.experiments.alft.main --config=experiments/alft/configs/full.py --workdir=/tmp/alft_full
 
-Hardware: 2 CPU cores, 597 s wall (823 s user CPU; measured 2026-12-03 with the validated-ridge
-protocol, on an otherwise idle machine). Same claims as quick. Results: results/alft/full/.
+Hardware: 2 CPU cores, 597 s wall (823 s user CPU; measured with the validated-ridge protocol,
+on an otherwise idle machine). Same claims as quick. Results: results/alft/full/.
 """
 
 from reprojax.experiments.alft.configs import quick

@@ -2,7 +2,7 @@
 
     python -m reprojax.experiments.alft.main --config=experiments/alft/configs/quick.py --workdir=/tmp/alft
 
-Hardware: 2 CPU cores; 57 s wall in `make reproduce` on the idle machine (2026-12-03),
+Hardware: 2 CPU cores; 57 s wall in `make reproduce` on the idle machine,
 mostly compiling the vmapped fits. Replicas split over config.mesh's data axis on more devices.
 Reproduces the abstract's claim (ALFT vs LFT/CP where modes are aligned; no worse on an
 unordered control) and issue 7's Kinetic claim (tensorly masked CP rank 4, ~23.7 RMSE, 20% held out).
@@ -30,7 +30,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.tensorly_n_iter = 100  # tensorly parafac iterations on the synthetic tensors
   c.tensorly_tol = 1e-8  # tensorly's convergence tolerance (its default)
   c.control_tolerance = 0.05  # "no worse": ALFT RMSE at most 5% above the better of LFT and CP
-  # validated protocol (declared 2026-12-02 before its first run, after the fixed-l2 control claim
+  # validated protocol (declared before its first run, after the fixed-l2 control claim
   # failed at low density): each method picks its ridge on a validation split of its training entries
   c.validation = ml_collections.ConfigDict()
   c.validation.methods = ("cp_als", "lft_als", "alft_als")  # each also run as <name>_val; () skips

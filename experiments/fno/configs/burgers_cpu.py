@@ -9,9 +9,9 @@ halved every 100 epochs, coupled weight decay 1e-4 on the batch-summed loss), 4 
 layers, 16 modes, width 64. One departure: the data are solved on a 1024-point grid (as in the quick config),
 not the released data's 8192, and subsampled to 256.
 
-Hardware and time: 2 CPU cores, no accelerator: 12-14 min alone (737-848 s, 2026-12-03);
-1045 s on 2026-12-04 with other work on the cores (0.0074, the claim holds). Darcy is left
-out: at s=85 its 25,000 steps take about a day here.
+Hardware and time: 2 CPU cores, no accelerator: 12-14 min alone (737-848 s, the runs on the
+earlier random-mean sampler); 1045 s for the current run with other work on the cores (0.0074,
+the claim holds). Darcy is left out: at s=85 its 25,000 steps take about a day here.
 """
 
 import ml_collections
