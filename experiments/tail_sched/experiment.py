@@ -48,8 +48,8 @@ from reprojax.experiments.results import Evidence
 from reprojax.experiments.tail_sched import plots
 
 # Llama-2-7B on one A100 (tensor parallel 1), fitted to Vidur's public profiling tables
-# (microsoft/vidur, data/profiling/compute/a100/meta-llama/Llama-2-7b-hf/: mlp.csv at
-# commit bee57daf, attention.csv read from a fork's copy of the same file): an iteration
+# (microsoft/vidur, data/profiling/compute/a100/meta-llama/Llama-2-7b-hf/: mlp.csv from
+# the repository, attention.csv read from a fork's copy of the same file): an iteration
 # costs c_iter (weights read once) + c_prefill per prefill token + c_ctx per cached
 # context token read by a decoding request + c_seq per request. Fixed before any policy
 # was compared; the claims are repeated with each constant scaled (config.robust_scales).

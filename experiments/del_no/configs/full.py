@@ -13,7 +13,7 @@ advection/heat) and its sigma, n and frequency-content sweeps.
 Hardware and time (an estimate, not a measurement: no accelerator was available when it
 was written): one GPU of the H200 class, about 3-6 hours, dominated by the 2-D cells
 (15 vmapped runs, one per model, 360 replicas in all, x 10k steps). On the 2-core CPU it
-would take about 6 days: `benchmark.py --sizes=full` measured one replica-step (2026-12-03)
+would take about 6 days: `benchmark.py --sizes=full` measured one replica-step
 at 39 / 70 / 2.2 ms for the 1-D FNO / U-Net / DeepONet at 256 points (del-NO within +19%)
 and 0.91 / 1.06 / 0.016 s for the 2-D ones at 64 x 64 (del-NO 0.98 / 1.05 / 0.05 s), which
 over the grid's replicas and 10k steps give ~25 h for the 1-D cells, ~113 h for Darcy and

@@ -11,7 +11,7 @@ grid (advection m=1, heat m=2, Burgers m=2, KdV m=3) x FNO, DeepONet x clean/noi
 16 cells, 3 seeds, and the three sweeps at 2000 steps. No Darcy (its 2-D cells are what
 make the full grid GPU-sized), so there is no x/y-order claim.
 
-Hardware and time: 2 CPU cores, 415 s wall (measured 2026-12-02, including generating the
+Hardware and time: 2 CPU cores, 415 s wall (its first run, including generating the
 advection and heat data). Results: results/del_no/medium_cpu/ and experiments/del_no/README.md.
 """
 
