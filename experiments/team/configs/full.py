@@ -2,12 +2,11 @@ r"""TEAM at full scale (not part of `make reproduce`).
 
     python -m reprojax.experiments.team.main --config=experiments/team/configs/full.py --workdir=/tmp/team_full
 
-Hardware and time: a GPU, or several hours on 2 CPU cores (not run; estimated from the
-quick config's training step, 0.05 s since 2026-12-07 (0.1 s before): twice the width,
-four times the experts and 2.4 times the tokens make a step about 40 times dearer, for
-4,000 steps a seed). The
-paper's block length (32) over longer problems, a wider model with 32 experts trained
-longer, five seeds, 256 evaluation problems each.
+Hardware and time: a GPU, or several hours on 2 CPU cores (not run; estimated from the quick
+config's training step, 0.05 s since the MoE layer's regrouping (0.1 s before): twice the
+width, four times the experts and 2.4 times the tokens make a step about 40 times dearer,
+for 4,000 steps a seed). The paper's block length (32) over longer problems, a wider model
+with 32 experts trained longer, five seeds, 256 evaluation problems each.
 """
 
 from reprojax.experiments.team.configs import quick

@@ -2,7 +2,7 @@ r"""TEAM at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.team.main --config=experiments/team/configs/quick.py --workdir=/tmp/team
 
-Hardware and time: 2 CPU cores, about 80 s on a fresh machine (77.1 and 82.3 s on 2026-12-07; the
+Hardware and time: 2 CPU cores, about 80 s on a fresh machine (77.1 and 82.3 s in two runs; the
 training, about a minute, is checkpointed, and a rerun in the same workdir skips it). One
 seed: a 2-layer, 8-expert block-diffusion transformer trained on 3-digit copy, reverse and
 addition problems, then fresh problems decoded one at a time, vanilla and with each TEAM
