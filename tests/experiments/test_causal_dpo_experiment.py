@@ -105,31 +105,48 @@ def test_replica_loss_is_the_library_objective_for_each_variant():
   got = loss_fn(params, batch, None, args("dpo"))[0]
   want = jnp.mean(causal_dpo.dpo_loss(pc, pr[:, 0], batch[4], batch[5][:, 0], beta=0.3))
   np.testing.assert_allclose(got, np.full(16, want), rtol=1e-5)
-  # CausalDPO at weight 100 on the inferred memberships (the 7th array): the library's loss.
+  # CausalDPO at weight 100 on the inferred memberships (the 7th array), one negative: the
+  # library's loss on the first negative.
+  one = (batch[5][:, :1], pr[:, :1])
   got = loss_fn(params, batch, None, args("causal_100"))[0]
+  want = causal_dpo.causal_dpo_loss(pc, one[1], batch[4], one[0], batch[6], beta=0.3,
+                                    invariance_weight=100.0)
+  np.testing.assert_allclose(got, np.full(16, want), rtol=1e-5)
+  # The same at beta 1 (the b_ family scales beta by alt_beta / beta = 10).
+  got = loss_fn(params, batch, None, args("b_causal_100"))[0]
+  want = causal_dpo.causal_dpo_loss(pc, one[1], batch[4], one[0], batch[6], beta=3.0,
+                                    invariance_weight=100.0)
+  np.testing.assert_allclose(got, np.full(16, want), rtol=1e-5)
+  # The extension: S-DPO's loss over all K negatives.
+  got = loss_fn(params, batch, None, args("k_causal_100"))[0]
   want = causal_dpo.causal_dpo_loss(pc, pr, batch[4], batch[5], batch[6], beta=0.3,
                                     invariance_weight=100.0)
   np.testing.assert_allclose(got, np.full(16, want), rtol=1e-5)
   # The MMD variant, on the representation h.
   got = loss_fn(params, batch, None, args("causal_mmd"))[0]
-  want = causal_dpo.causal_dpo_loss(pc, pr, batch[4], batch[5], batch[6], h, beta=0.3,
+  want = causal_dpo.causal_dpo_loss(pc, one[1], batch[4], one[0], batch[6], h, beta=0.3,
                                     invariance_weight=config.mmd_weight, penalty="mmd")
   np.testing.assert_allclose(got, np.full(16, want), rtol=1e-5)
   # Without the backdoor: the batch's own environment frequencies as the prior.
   got = loss_fn(params, batch, None, args("causal_no_backdoor_10"))[0]
-  want = causal_dpo.causal_dpo_loss(pc, pr, batch[4], batch[5], batch[6],
+  want = causal_dpo.causal_dpo_loss(pc, one[1], batch[4], one[0], batch[6],
                                     prior_E=batch[6].mean(0), beta=0.3, invariance_weight=10.0)
   np.testing.assert_allclose(got, np.full(16, want), rtol=1e-5)
 
 
 def _metrics(**over):
-  m = {"num_seeds": 5, "causal_weight": 100.0, "ari": 0.6, "ari_se": 0.01,
+  m = {"num_seeds": 5, "ari": 0.6, "ari_se": 0.01,
        "sft_pop_slope": 1.0, "dpo_pop_slope": 2.0, "dpo_minus_sft_pop_slope": 1.0,
-       "dpo_minus_sft_pop_slope_se": 0.1, "gain_vs_dpo": 0.1, "gain_vs_sdpo": 0.05,
-       "paired_ood_vs_dpo": 0.01, "paired_ood_vs_dpo_se": 0.002, "id_gain_vs_dpo": 0.01,
-       "causal_ood": 0.1, "causal_ood_se": 0.01, "dpo_ood": 0.09, "dpo_ood_se": 0.01,
+       "dpo_minus_sft_pop_slope_se": 0.1, "causal_vs_dpo_id_gain": 0.01,
        "causal_id_ndcg": 0.3, "causal_id_ndcg_se": 0.01, "dpo_id_ndcg": 0.3,
        "dpo_id_ndcg_se": 0.01, "causal_oracle_ood": 0.11, "causal_random_ood": 0.08}
+  for fam in ("", "b_", "k_"):
+    m[f"{fam}causal_weight"] = 100.0
+  for method in ("causal", "dpo", "b_causal", "b_dpo", "k_causal", "k_sdpo"):
+    m.update({f"{method}_ood": 0.1, f"{method}_ood_se": 0.01})
+  for prefix in ("causal_vs_dpo", "b_causal_vs_dpo", "k_causal_vs_sdpo", "k_sdpo_vs_dpo",
+                 "k_oracle_vs_sdpo"):
+    m.update({f"{prefix}_gain": 0.1, f"{prefix}_paired": 0.01, f"{prefix}_paired_se": 0.002})
   for ab in ("causal_no_backdoor", "causal_no_invariance", "causal_random"):
     m.update({f"{ab}_ood_gap": 0.01, f"{ab}_ood_gap_se": 0.002, f"{ab}_ood": 0.09,
               f"{ab}_ood_se": 0.01})
@@ -142,14 +159,43 @@ def _metrics(**over):
 @pytest.mark.parametrize("over, flips", [
     ({}, set()),
     ({"dpo_minus_sft_pop_slope": 0.15}, {"dpo_amplifies"}),
-    ({"gain_vs_dpo": -0.01}, {"ood_gain"}),
-    ({"paired_ood_vs_dpo": 0.003}, {"ood_gain"}),
-    ({"id_gain_vs_dpo": -0.06}, {"id_close"}),
-    ({"causal_no_backdoor_ood_gap": 0.0039}, {"ablation_no_backdoor"}),
-    ({"causal_no_invariance_ood_gap": -0.01}, {"ablation_no_invariance"}),
-    ({"causal_random_ood_gap": 0.0}, {"ablation_random"}),
+    ({"causal_vs_dpo_gain": -0.01}, {"ood_gain_pairwise"}),
+    ({"causal_vs_dpo_paired": 0.003}, {"ood_gain_pairwise"}),
+    ({"b_causal_vs_dpo_gain": -0.01}, {"ood_gain_pairwise_beta1"}),
+    ({"b_causal_vs_dpo_paired": 0.0039}, {"ood_gain_pairwise_beta1"}),
+    ({"causal_vs_dpo_id_gain": -0.06}, {"id_close_pairwise"}),
+    ({"causal_no_backdoor_ood_gap": 0.0039}, {"ablation_no_backdoor_pairwise"}),
+    ({"causal_no_invariance_ood_gap": -0.01}, {"ablation_no_invariance_pairwise"}),
+    ({"causal_random_ood_gap": 0.0}, {"ablation_random_pairwise"}),
     ({"ari": 0.49}, {"environments_found"}),
+    ({"k_causal_vs_sdpo_gain": -0.001}, {"k_negatives_gain_over_sdpo"}),
+    ({"k_causal_vs_sdpo_paired": 0.0039}, {"k_negatives_gain_over_sdpo"}),
+    # The extension's baseline is S-DPO: beating DPO with K negatives decides nothing.
+    ({"k_sdpo_vs_dpo_gain": -0.5, "k_oracle_vs_sdpo_gain": -0.5}, set()),
 ])
 def test_claims_flip_at_their_thresholds(over, flips):
   got = {c.id: c.holds for c in experiment.claims(quick.get_config(), _metrics(**over))}
+  assert set(got) == set(experiment.CLAIMS)
   assert {k for k, v in got.items() if not v} == flips
+
+
+@pytest.mark.parametrize("field, value", [("beta", 1.0), ("alt_beta", 0.1),
+                                          ("id_tolerance", 0.1), ("min_ari", 0.3)])
+def test_claims_refuse_a_config_with_another_rule(field, value):
+  config = quick.get_config()
+  config[field] = value
+  with pytest.raises(ValueError, match="declared"):
+    experiment.claims(config, _metrics())
+
+
+def test_paper_arms_train_on_one_negative_and_the_extension_on_all():
+  """The paper's family and its beta-1 copy use one negative per pair (the authors'
+  neg_num=1, pairwise DPO); only the k_ extension uses all K."""
+  config = quick.get_config()
+  vs = experiment.variants(config)
+  for v in vs:
+    want = config.num_negatives if v.name.startswith("k_") else 1
+    assert v.negatives == want, v.name
+    assert v.beta_scale == (config.alt_beta / config.beta if v.name.startswith("b_") else 1.0)
+  rows = experiment.replica_args(config, vs)
+  assert rows["negatives_mask_K"][[v.name for v in vs].index("dpo")].tolist() == [1, 0, 0, 0]
