@@ -600,7 +600,7 @@ CLAIMS = results.declare(
                         "worst-environment NDCG@10)", "S-DPO (the same negatives and beta)")),
 )
 RETIRED = tuple(
-    results.Retired(cid, holds, "", f"measured CausalDPO on S-DPO's loss over 4 negatives "
+    results.Retired(cid, holds, "1a3a3e2", f"measured CausalDPO on S-DPO's loss over 4 negatives "
                     f"against DPO on one (issue 66: the gain came from the negatives); the "
                     f"paper's claim at one negative is {cid}_pairwise, K = 4 the check "
                     "k_negatives_gain_over_sdpo")
