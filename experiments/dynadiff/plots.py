@@ -1,8 +1,8 @@
 """DynaDiff's figure (called from ``experiment.run``).
 
 ``errors.png``: per family (a row each), the rollout error of every method inside and
-outside the training range (mean +- s.e. over seeds; the dashed line is the best
-baseline's), and the generated, fine-tuned and nearest experts' error per test
+outside the training range (mean +- s.e. over seeds; dotted: the zoo's experts in their
+own environments, and experts generated for those environments from a fresh prompt), and the generated, fine-tuned and nearest experts' error per test
 environment against its first parameter (the training range shaded).
 """
 
@@ -13,8 +13,8 @@ import numpy as np
 from reprojax.data import dynadiff as dyn_data
 from reprojax.experiments import plotting
 
-_SHOWN = ("dynadiff", "no_attention", "no_functional", "true_params", "shuffled", "nearest",
-          "finetune", "coda", "base")
+_SHOWN = ("dynadiff", "no_attention", "no_functional", "plain_encoder", "true_params",
+          "shuffled", "nearest", "finetune", "coda", "base")
 
 
 def errors_figure(workdir, config, per_family, metrics):
@@ -28,6 +28,10 @@ def errors_figure(workdir, config, per_family, metrics):
       mean = [metrics[f"{fam}_{m}_{region}"] for m in _SHOWN]
       se = [metrics[f"{fam}_{m}_{region}_se"] for m in _SHOWN]
       ax1.bar(x + (i - 0.5) * width, mean, width, yerr=se, label=region, capsize=2)
+    ax1.axhline(metrics[f"{fam}_zoo_own_err"], color="k", ls=":", lw=1,
+                label="zoo experts, own environments")
+    ax1.axhline(metrics[f"{fam}_zoo_gen_dynadiff"], color="C3", ls=":", lw=1,
+                label="generated, zoo environments")
     ax1.set_xticks(x, _SHOWN, rotation=35, fontsize=7, ha="right")
     ax1.set(ylabel="normalised rollout error", title=f"{fam}: new environments")
     ax1.legend(fontsize=7)

@@ -17,7 +17,10 @@ from reprojax.experiments.dynadiff.configs import medium
 
 _CLAIMS = ["beats_baselines_inside", "beats_baselines_outside", "beats_nearest_expert",
            "shuffled_prompt_loses", "attention_helps", "functional_loss_helps",
-           "prompter_helps", "generation_amortises_finetuning", "zoo_experts_fit"]
+           "prompter_beats_plain_encoder", "oracle_params_bound",
+           "generation_amortises_finetuning", "zoo_experts_fit", "generator_reproduces_zoo"]
+_CHECKS = {"beats_nearest_expert", "shuffled_prompt_loses", "oracle_params_bound",
+           "zoo_experts_fit", "generator_reproduces_zoo"}
 
 
 def check_tiny_run(config, m, workdir, again):
@@ -62,11 +65,15 @@ def test_zoo_cache_restores_and_retrains(tmp_path):
 
 
 def _metrics(fams=("oscillator", "lotka_volterra"), gap=0.02, se=0.005):
-  """Hand-made metrics: DynaDiff at 0.10 everywhere, every other method ``gap`` worse
-  (s.e. of each paired difference ``se``); the zoo's experts beat the base."""
+  """Hand-made metrics: DynaDiff at 0.10 everywhere, every other method ``gap`` worse but
+  the oracle conditioned on the true parameters, ``gap`` better (s.e. of each paired
+  difference ``se``); the zoo's experts beat the base, and experts generated for the zoo's
+  environments reach 1.1 times their error (0.055 +- 0.001)."""
   m = {"num_seeds": 3.0, "num_families": float(len(fams))}
   for f in fams:
     m[f"{f}_zoo_own_err"], m[f"{f}_base_own_err"] = 0.05, 0.5
+    m[f"{f}_zoo_gen_dynadiff"], m[f"{f}_zoo_gen_dynadiff_se"] = 0.055, 0.001
+    m[f"{f}_zoo_gen_ratio"], m[f"{f}_vae_decoded_full"] = 1.1, 0.052
     m[f"{f}_generate_s"], m[f"{f}_finetune_step_s"] = 1e-3, 1e-4
     for r in experiment.REGIONS:
       for meth in experiment.METHODS:
@@ -75,29 +82,32 @@ def _metrics(fams=("oscillator", "lotka_volterra"), gap=0.02, se=0.005):
       m[f"{f}_best_baseline_{r}"] = float(experiment.BASELINES.index("coda"))
       m[f"{f}_improvement_{r}"] = 1 - 0.10 / (0.10 + gap)
       m[f"{f}_steps_to_match_{r}"], m[f"{f}_finetune_match_s_{r}"] = 50.0, 5e-3
-      for other in experiment.BASELINES + ("shuffled", "no_functional", "no_attention",
-                                           "true_params"):
+      for other in experiment.BASELINES + ("shuffled",) + experiment.ABLATIONS:
         m[f"{f}_gap_{other}_{r}"], m[f"{f}_gap_{other}_{r}_se"] = gap, se
-    for other in ("no_functional", "no_attention", "true_params"):
+      m[f"{f}_true_params_{r}"], m[f"{f}_gap_true_params_{r}"] = 0.10 - gap, -gap
+    for other in experiment.ABLATIONS:
       m[f"{f}_gap_{other}_pooled"], m[f"{f}_gap_{other}_pooled_se"] = gap, se
+    m[f"{f}_gap_true_params_pooled"] = -gap
   return m
 
 
 def test_claims_on_hand_made_metrics():
   config = registry.load_config("dynadiff", "quick")
   c = {x.id: x for x in experiment.claims(config, _metrics())}
-  assert list(c) == _CLAIMS
+  assert list(c) == _CLAIMS == list(experiment.CLAIMS)
   assert all(x.holds for x in c.values())
-  checks = {"beats_nearest_expert", "shuffled_prompt_loses", "zoo_experts_fit"}
-  assert all(x.kind == ("check" if k in checks else "paper") for k, x in c.items())
+  assert all(x.kind == ("check" if k in _CHECKS else "paper") for k, x in c.items())
+  # the oracle 0.02 better at s.e. 0.005: 4 s.e. below zero, 6 below the 2-s.e. bar
+  assert abs(c["oracle_params_bound"].evidence.margin_se - 6.0) < 1e-9
   # evidence: 0.02 at s.e. 0.005 is 4 s.e., 2 s.e. above the claims' own bar of 2 s.e.
   assert all(abs(x.evidence.margin_se - 2.0) < 1e-9 and x.evidence.seeds == 3
              for k, x in c.items() if x.kind == "paper" and not x.evidence.timing)
   assert c["generation_amortises_finetuning"].evidence.timing
   # each difference just inside 2 s.e. of zero: every comparison fails
   c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.0069, se=0.005))}
-  assert [k for k, x in c.items() if x.holds] == ["generation_amortises_finetuning",
-                                                  "zoo_experts_fit"]
+  assert [k for k, x in c.items() if x.holds] == ["oracle_params_bound",
+                                                  "generation_amortises_finetuning",
+                                                  "zoo_experts_fit", "generator_reproduces_zoo"]
   assert abs(c["beats_baselines_inside"].evidence.margin_se - (2 - 0.0069 / 0.005)) < 1e-9
   # one family failing fails a claim about every family
   m = _metrics()
@@ -120,8 +130,10 @@ def test_claims_on_hand_made_metrics():
 def test_summary_picks_the_best_baseline_and_pairs_seeds():
   config = registry.load_config("dynadiff", "tiny")
   out = {"zoo_own_err": 0.05, "base_own_err": 0.5, "vae_recon": np.zeros((2, 3)),
-         "generate_s": 1e-3, "finetune_step_s": 1e-4, "steps_to_match_inside": 30.0,
-         "steps_to_match_outside": float("inf")}
+         "vae_decoded": np.full((2, 3), 0.06), "generate_s": 1e-3, "finetune_step_s": 1e-4,
+         "steps_to_match_inside": 30.0, "steps_to_match_outside": float("inf")}
+  for meth in experiment.GEN_METHODS:
+    out[f"zoo_gen_{meth}"] = np.array([0.07, 0.09])
   rng = np.random.default_rng(0)
   for r in experiment.REGIONS:
     for meth in experiment.METHODS:
@@ -135,6 +147,70 @@ def test_summary_picks_the_best_baseline_and_pairs_seeds():
   np.testing.assert_allclose(m["oscillator_improvement_inside"], 1 - 0.12 / 0.155)
   np.testing.assert_allclose(m["oscillator_finetune_match_s_inside"], 3e-3)
   assert m["oscillator_steps_to_match_outside"] == -1.0
+  # the zoo reproduced: mean and s.e. over seeds, and the ratio to the zoo's own error
+  np.testing.assert_allclose(m["oscillator_zoo_gen_dynadiff"], 0.08)
+  np.testing.assert_allclose(m["oscillator_zoo_gen_dynadiff_se"], 0.01)
+  np.testing.assert_allclose(m["oscillator_zoo_gen_ratio"], 1.6)
+  np.testing.assert_allclose(m["oscillator_vae_decoded_full"], 0.06)
+  assert {f"oscillator_gap_plain_encoder_{r}" for r in ("inside", "outside", "pooled")} <= set(m)
+
+
+def test_generator_reproduces_zoo_reads_mean_plus_two_se_against_the_factor():
+  """The check holds when the generated experts' error on the zoo's environments, plus 2
+  s.e. over seeds, is at most ZOO_FACTOR (1.25) times the zoo's own, in every family."""
+  config = registry.load_config("dynadiff", "quick")
+
+  def verdict(gen, se, fam_gen=None):
+    m = _metrics()
+    m["oscillator_zoo_gen_dynadiff"], m["oscillator_zoo_gen_dynadiff_se"] = gen, se
+    if fam_gen is not None:
+      m["lotka_volterra_zoo_gen_dynadiff"] = fam_gen
+    return {x.id: x for x in experiment.claims(config, m)}["generator_reproduces_zoo"]
+
+  assert experiment.ZOO_FACTOR == 1.25
+  ok = verdict(0.058, 0.002)  # 0.062 <= 0.0625
+  assert ok.holds and abs(ok.evidence.margin_se - (0.0625 - 0.058) / 0.002) < 1e-9
+  assert not verdict(0.058, 0.003).holds  # 0.064 > 0.0625: inside the bar, not by 2 s.e.
+  assert verdict(0.058, 0.003).evidence.margin_se == 0.0
+  bad = verdict(0.150, 0.010)  # three times the zoo's error
+  assert not bad.holds and abs(bad.evidence.margin_se - (0.150 - 0.0625) / 0.010) < 1e-9
+  assert not verdict(0.055, 0.001, fam_gen=0.07).holds  # one family fails it
+
+
+def test_plain_encoder_variant_sees_the_raw_sequence_and_never_the_prompter_features():
+  """The replica without the prompter is conditioned on the raw observed sequence
+  (standardised, flattened, padded to the shared condition width): its condition rows are
+  the raw ones whatever the prompter's features, and the condition width fits all three
+  sources."""
+  assert [name for name, _, _ in experiment.GEN_VARIANTS][-1] == "plain_encoder"
+  assert {cond for _, _, cond in experiment.GEN_VARIANTS} == set(experiment.CONDITIONS)
+  config = registry.load_config("dynadiff", "quick")
+  nets = experiment.Nets(config, "oscillator")
+  t = int(config.obs_steps) + 1
+  assert (nets.feature_dim, nets.raw_dim, nets.cond_dim) == (29, 2 * t, 2 * t)
+  obs = jax.random.normal(jax.random.key(0), (3, t, 2))
+  raw = np.asarray(nets.raw(obs))
+  np.testing.assert_array_equal(raw, np.asarray(obs).reshape(3, -1))
+  feats = np.asarray(nets.features(obs))
+  assert feats.shape == (3, nets.cond_dim) and not feats[:, nets.feature_dim:].any()
+  np.testing.assert_allclose(feats[:, :nets.feature_dim], dd.dynamics_features(obs), rtol=1e-6)
+  with pytest.raises(ValueError, match="obs_steps"):
+    nets.raw(obs[:, :-1])
+  rng = np.random.default_rng(0)
+  n, o, c = 5, 4, nets.cond_dim
+  prompt, raw_zoo = rng.normal(size=(n, o, c)), rng.normal(size=(n, o, c))
+  params = rng.normal(size=(n, 1, c))
+  got = experiment.variant_conditions(prompt, params, raw_zoo)
+  assert got.shape == (len(experiment.GEN_VARIANTS), n, o, c)
+  idx = {name: i for i, (name, _, _) in enumerate(experiment.GEN_VARIANTS)}
+  np.testing.assert_array_equal(got[idx["plain_encoder"]], raw_zoo)
+  np.testing.assert_array_equal(got[idx["full"]], prompt)
+  np.testing.assert_array_equal(got[idx["true_params"]], np.broadcast_to(params, (n, o, c)))
+  other = experiment.variant_conditions(prompt + 1.0, params, raw_zoo)
+  np.testing.assert_array_equal(other[idx["plain_encoder"]], got[idx["plain_encoder"]])
+  assert not np.array_equal(other[idx["full"]], got[idx["full"]])
+  with pytest.raises(ValueError, match="condition width"):
+    experiment.variant_conditions(prompt, params[..., :-1], raw_zoo)
 
 
 def test_bad_config(tmp_path):
@@ -171,4 +247,5 @@ def test_pde_config_runs_the_kdv_burgers_family_with_fno_experts():
   assert all(jax.tree.leaves(jax.tree.map(lambda a, b: np.array_equal(a, b), params, back)))
   u = jnp.ones((3, 64))
   assert nets.step_with(flat)(u).shape == (3, 64)
-  assert nets.cond_dim == dd.num_features(int(config.num_freqs), 6)
+  assert nets.feature_dim == dd.num_features(int(config.num_freqs), 6)
+  assert nets.cond_dim == nets.raw_dim == (int(config.obs_steps) + 1) * 6  # the raw sequence's
