@@ -10,7 +10,10 @@ and step ``k`` goes from ``sigmas[k]`` to ``sigmas[k + 1]`` (``dt = sigmas[k+1] 
 Functions here take the suite's ``v`` and the paper's ``sigma``.
 
 The SDE step (the reverse-time SDE with the flow's marginals, Flow-GRPO's discretisation):
-with noise scale ``s_k = sigma_max sigma_k`` (``sigma_max = sigmas[1]`` in the public code),
+with noise scale ``s_k = sigma_max sigma_k`` (``sigma_max = sigmas[1]`` in the public code;
+``noise_schedule="flash"``) or Flow-GRPO's own ``s_k = a sqrt(sigma_k / (1 - sigma_k))``
+(``a`` its ``noise_level``, 0.7; ``sigma_k = 1`` replaced by ``sigmas[1]`` in the
+denominator; ``noise_schedule="flow_grpo"``, on Flow-GRPO's scheduler :func:`sd3_sigmas`),
 
     mean = x + (u + s_k^2 / (2 sigma_k) (x + (1 - sigma_k) u)) dt,   std = s_k sqrt(-dt),
 
@@ -41,6 +44,7 @@ from reprojax.algorithms import _common
 from reprojax.algorithms import policy_gradient as pg
 
 REDUCTIONS = ("mean", "sum")
+NOISE_SCHEDULES = ("flash", "flow_grpo")
 VelocityFn = Callable[[jax.Array, jax.Array], jax.Array]  # (x_BxD, t_B) -> v_BxD
 
 
@@ -55,6 +59,44 @@ def flow_sigmas(num_steps: int, shift: float = 3.0) -> np.ndarray:
   s = 1.0 - np.linspace(1.0, 1.0 / 1000, num_steps + 1)
   s = np.flip(shift * s / (1.0 + (shift - 1.0) * s))[:-1]
   return np.concatenate([s, [0.0]]).astype(np.float32)
+
+
+def sd3_sigmas(num_steps: int, shift: float = 3.0) -> np.ndarray:
+  """Flow-GRPO's noise levels ``(num_steps + 1,)``: diffusers' flow-matching Euler scheduler
+  of SD3.5 (``shift`` 3). Its training levels ``i / 1000`` (``i = 1..1000``) are shifted by
+  ``shift s / (1 + (shift - 1) s)``; ``num_steps`` levels spaced uniformly between the
+  shifted ends (1 and ``shift(1/1000)``) are shifted once more, then a final 0. The first
+  level is exactly 1 (where Flow-GRPO's noise scale takes ``sigmas[1]``)."""
+  num_steps = _common.check_int("num_steps", num_steps, 1)
+  if not (isinstance(shift, (int, float, np.floating)) and 0 < float(shift) < float("inf")):
+    raise ValueError(f"shift must be a finite number > 0, got {shift!r}")
+  warp = lambda s: shift * s / (1.0 + (shift - 1.0) * s)  # pylint: disable=unnecessary-lambda-assignment
+  s = warp(np.linspace(1.0, warp(1.0 / 1000), num_steps))
+  return np.concatenate([s, [0.0]]).astype(np.float32)
+
+
+def _check_noise(noise_schedule: str, noise_level: float) -> None:
+  if noise_schedule not in NOISE_SCHEDULES:
+    raise ValueError(f"noise_schedule must be one of {NOISE_SCHEDULES}, got {noise_schedule!r}")
+  if not (isinstance(noise_level, (int, float, np.floating))
+          and 0 < float(noise_level) < float("inf")):
+    raise ValueError(f"noise_level must be a finite number > 0, got {noise_level!r}")
+
+
+def _noise_scale(sig, s_cur, noise_schedule, noise_level):
+  """``s_k`` at the levels ``s_cur``: Flash-GRPO's ``sigmas[1] sigma_k`` or Flow-GRPO's
+  ``a sqrt(sigma_k / (1 - sigma_k))`` (``sigmas[1]`` for ``sigma_k = 1`` below the line)."""
+  if noise_schedule == "flash":
+    return sig[1] * s_cur
+  return noise_level * jnp.sqrt(s_cur / (1.0 - jnp.where(s_cur == 1.0, sig[1], s_cur)))
+
+
+def noise_scales(sigmas: jax.Array, noise_schedule: str = "flash", noise_level: float = 0.7
+                 ) -> jax.Array:
+  """``s_k`` of every step that can be an SDE step, ``(N - 1,)`` (``sigmas[k+1] > 0``)."""
+  sig = _check_sigmas(sigmas)
+  _check_noise(noise_schedule, noise_level)
+  return _noise_scale(sig, sig[:-2], noise_schedule, float(noise_level))
 
 
 def _check_sigmas(sigmas) -> jax.Array:
@@ -88,10 +130,13 @@ class Transition(NamedTuple):
   c: jax.Array  # (...,) the step's gradient scale c_k
 
 
-def sde_transition(x_BxD: jax.Array, v_BxD: jax.Array, sigmas: jax.Array, k_B: jax.Array
-                   ) -> Transition:
-  """The SDE step ``k`` from ``x``: its Gaussian mean and std, and ``c_k``."""
+def sde_transition(x_BxD: jax.Array, v_BxD: jax.Array, sigmas: jax.Array, k_B: jax.Array,
+                   noise_schedule: str = "flash", noise_level: float = 0.7) -> Transition:
+  """The SDE step ``k`` from ``x``: its Gaussian mean and std, and ``c_k`` (the step's
+  gradient scale ``sqrt(-dt) / s_k + s_k sqrt(-dt) (1 - sigma_k) / (2 sigma_k)`` for the
+  chosen noise scale ``s_k``)."""
   sig = _check_sigmas(sigmas)
+  _check_noise(noise_schedule, noise_level)
   k = _check_index(k_B, sig.shape[0], "k_B")
   _common.check_finite("x_BxD", x_BxD)
   _common.check_finite("v_BxD", v_BxD)
@@ -99,14 +144,15 @@ def sde_transition(x_BxD: jax.Array, v_BxD: jax.Array, sigmas: jax.Array, k_B: j
   if x.shape != v.shape or x.shape[:-1] != k.shape:
     raise ValueError(f"x_BxD and v_BxD must share one shape (..., B, D) with k_B (..., B), got "
                      f"{x.shape}, {v.shape} and {k.shape}")
-  return _sde_transition(x, v, sig, k)
+  return _sde_transition(x, v, sig, k, float(noise_level), noise_schedule=noise_schedule)
 
 
-@jax.jit  # one program (eagerly, one per operation); the values are checked above
-def _sde_transition(x, v, sig, k):
+@functools.partial(jax.jit, static_argnames=("noise_schedule",))
+def _sde_transition(x, v, sig, k, noise_level, noise_schedule="flash"):
+  # one program (eagerly, one per operation); the values are checked by the caller
   s_cur, s_next = sig[k], sig[k + 1]
   dt = s_next - s_cur
-  noise = sig[1] * s_cur  # s_k = sigma_max sigma_k
+  noise = _noise_scale(sig, s_cur, noise_schedule, noise_level)
   u = -v
   mean = x + (u + (noise ** 2 / (2 * s_cur))[..., None] * (x + (1 - s_cur)[..., None] * u)) \
       * dt[..., None]
@@ -226,11 +272,16 @@ class Trajectory(NamedTuple):
 
 
 def sde_trajectory(velocity_fn: VelocityFn, noise_BxD: jax.Array, sigmas: jax.Array,
-                   sde_N: jax.Array, key: jax.Array, reduce: str = "mean") -> Trajectory:
+                   sde_N: jax.Array, key: jax.Array, reduce: str = "mean",
+                   noise_schedule: str = "flash", noise_level: float = 0.7) -> Trajectory:
   """The full-trajectory rollout of Flow-GRPO: step ``i`` is an SDE step where ``sde_N[i]``
   (else an Euler ODE step), every state and log-probability kept, so any step can be
-  trained. ``sde_N`` must leave the last step (to ``sigma = 0``, zero noise) an ODE step."""
+  trained. ``sde_N`` must leave the last step (to ``sigma = 0``, zero noise) an ODE step
+  (Flow-GRPO's sampler adds noise there too, and does not train that step). The SDE steps'
+  noise scale is Flash-GRPO's (``"flash"``) or Flow-GRPO's (``"flow_grpo"``, with its
+  ``noise_level``; use it on :func:`sd3_sigmas`, Flow-GRPO's scheduler)."""
   sig = _check_sigmas(sigmas)
+  _check_noise(noise_schedule, noise_level)
   n = sig.shape[0] - 1
   key = _common.check_key("key", key)
   mask = jnp.asarray(sde_N)
@@ -244,12 +295,13 @@ def sde_trajectory(velocity_fn: VelocityFn, noise_BxD: jax.Array, sigmas: jax.Ar
     raise ValueError(f"noise_BxD must be (B, D) with D >= 1, got shape {x0.shape}")
   if reduce not in REDUCTIONS:
     raise ValueError(f"reduce must be one of {REDUCTIONS}, got {reduce!r}")
-  states, x, lps = _trajectory(velocity_fn, x0, sig, mask.astype(bool), key, reduce)
+  states, x, lps = _trajectory(velocity_fn, x0, sig, mask.astype(bool), key, reduce,
+                               noise_schedule, float(noise_level))
   return Trajectory(states, x, lps)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 5))
-def _trajectory(velocity_fn, x0, sig, mask, key, reduce):
+@functools.partial(jax.jit, static_argnums=(0, 5, 6, 7))
+def _trajectory(velocity_fn, x0, sig, mask, key, reduce, noise_schedule, noise_level):
   n = sig.shape[0] - 1
 
   def step(x, inputs):
@@ -257,7 +309,8 @@ def _trajectory(velocity_fn, x0, sig, mask, key, reduce):
     t = jnp.broadcast_to(1.0 - sig[i], x.shape[:-1])
     v = velocity_fn(x, t)
     ode = x - (sig[i + 1] - sig[i]) * v
-    tr = sde_transition(x, v, sig, jnp.broadcast_to(jnp.minimum(i, n - 2), x.shape[:-1]))
+    tr = sde_transition(x, v, sig, jnp.broadcast_to(jnp.minimum(i, n - 2), x.shape[:-1]),
+                        noise_schedule, noise_level)
     sde = tr.mean + tr.std[..., None] * jax.random.normal(k_i, x.shape, jnp.float32)
     x_new = jnp.where(use_sde, sde, ode)
     lp = jnp.where(use_sde, gaussian_log_prob(sde, tr, reduce), 0.0)
@@ -268,10 +321,12 @@ def _trajectory(velocity_fn, x0, sig, mask, key, reduce):
 
 
 def step_log_prob(velocity_fn: VelocityFn, x_k_BxD: jax.Array, x_next_BxD: jax.Array,
-                  sigmas: jax.Array, k_B: jax.Array, reduce: str = "mean") -> jax.Array:
+                  sigmas: jax.Array, k_B: jax.Array, reduce: str = "mean",
+                  noise_schedule: str = "flash", noise_level: float = 0.7) -> jax.Array:
   """The log-probability ``(B,)`` of the stored transition ``x_k -> x_next`` at step ``k``
-  under ``velocity_fn``: the differentiable quantity every arm trains (the policy's
-  ``log p`` in the GRPO ratio)."""
+  under ``velocity_fn`` (with the noise scale that sampled it, as :func:`sde_trajectory`):
+  the differentiable quantity every arm trains (the policy's ``log p`` in the GRPO
+  ratio)."""
   sig = _check_sigmas(sigmas)
   k = _check_index(k_B, sig.shape[0], "k_B")
   _common.check_finite("x_k_BxD", x_k_BxD)
@@ -280,7 +335,8 @@ def step_log_prob(velocity_fn: VelocityFn, x_k_BxD: jax.Array, x_next_BxD: jax.A
     raise ValueError(f"x_k_BxD and x_next_BxD must share one shape (..., B, D) with k_B (..., B),"
                      f" got {xk.shape}, {jnp.shape(x_next_BxD)} and {k.shape}")
   v = velocity_fn(xk, 1.0 - sig[k])
-  return gaussian_log_prob(x_next_BxD, sde_transition(x_k_BxD, v, sig, k), reduce)
+  return gaussian_log_prob(x_next_BxD, sde_transition(x_k_BxD, v, sig, k, noise_schedule,
+                                                     noise_level), reduce)
 
 
 def sliding_window(iteration: int, window: int, num_steps: int, stride: int = 1) -> np.ndarray:

@@ -177,3 +177,55 @@ def test_sliding_window_slides_and_wraps():
   assert fg.sliding_window(3, 3, 10, stride=2).tolist() == [6, 7, 8]
   with pytest.raises(ValueError, match="window"):
     fg.sliding_window(0, 11, 10)
+
+
+def _sd3_scheduler_sigmas(num_steps, shift=3.0, train_steps=1000):
+  """diffusers' FlowMatchEulerDiscreteScheduler as Flow-GRPO builds it for SD3.5, step by
+  step: the training grid t = 1000 ... 1, sigmas t / 1000 shifted; inference timesteps
+  uniform between the shifted ends (in timestep units), divided by 1000, shifted again;
+  a final 0."""
+  t_train = np.linspace(1, train_steps, train_steps)[::-1]
+  s_train = t_train / train_steps
+  s_train = shift * s_train / (1 + (shift - 1) * s_train)
+  t_inf = np.linspace(s_train[0] * train_steps, s_train[-1] * train_steps, num_steps)
+  s = t_inf / train_steps
+  s = shift * s / (1 + (shift - 1) * s)
+  return np.append(s, 0.0)
+
+
+def test_flow_grpo_scheduler_and_noise_match_a_transcription_of_its_sampler():
+  """Flow-GRPO's own SDE step (yifan123/flow_grpo, flow_grpo/diffusers_patch/
+  sd3_sde_with_logprob.py, noise_level 0.7), written in its form: std_dev_t =
+  a sqrt(sigma / (1 - sigma)) with sigmas[1] for sigma = 1, the mean as sample and model
+  output each times its own factor, the log-density averaged over elements."""
+  sig = fg.sd3_sigmas(10, 3.0)
+  want_sig = _sd3_scheduler_sigmas(10, 3.0)
+  np.testing.assert_allclose(sig, want_sig, rtol=1e-6, atol=1e-7)
+  assert sig[0] == 1.0 and sig[-1] == 0.0
+  rng = np.random.default_rng(3)
+  a = 0.7
+  k = np.arange(9)  # every step Flow-GRPO trains at 10 steps (timestep_fraction 0.99)
+  x = rng.normal(size=(9, 6)).astype(np.float32)
+  model_output = rng.normal(size=(9, 6)).astype(np.float32)  # Flow-GRPO's velocity, u
+  sigma, sigma_prev = want_sig[k][:, None], want_sig[k + 1][:, None]
+  dt = sigma_prev - sigma
+  std_dev_t = np.sqrt(sigma / (1 - np.where(sigma == 1, want_sig[1], sigma))) * a
+  mean = (x * (1 + std_dev_t ** 2 / (2 * sigma) * dt)
+          + model_output * (1 + std_dev_t ** 2 * (1 - sigma) / (2 * sigma)) * dt)
+  prev = mean + std_dev_t * np.sqrt(-dt) * rng.normal(size=x.shape)
+  log_prob = (-(prev - mean) ** 2 / (2 * (std_dev_t * np.sqrt(-dt)) ** 2)
+              - np.log(std_dev_t * np.sqrt(-dt)) - np.log(np.sqrt(2 * np.pi))).mean(1)
+  np.testing.assert_allclose(fg.noise_scales(sig, "flow_grpo", a), std_dev_t[:, 0], rtol=1e-5)
+  t = fg.sde_transition(x, -model_output, sig, k, "flow_grpo", a)
+  np.testing.assert_allclose(t.mean, mean, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(t.std, (std_dev_t * np.sqrt(-dt))[:, 0], rtol=1e-5)
+  vel = lambda x_, t_: jnp.asarray(-model_output)  # pylint: disable=unnecessary-lambda-assignment
+  got = fg.step_log_prob(vel, x, prev.astype(np.float32), sig, k, noise_schedule="flow_grpo",
+                         noise_level=a)
+  np.testing.assert_allclose(got, log_prob, rtol=1e-4, atol=1e-4)
+  # Flash-GRPO's scale is the default and differs: sigmas[1] sigma_k
+  np.testing.assert_allclose(fg.noise_scales(sig), sig[1] * sig[:-2], rtol=1e-6)
+  with pytest.raises(ValueError, match="noise_schedule"):
+    fg.sde_transition(x, model_output, sig, k, "flow")
+  with pytest.raises(ValueError, match="noise_level"):
+    fg.noise_scales(sig, "flow_grpo", 0.0)

@@ -8,8 +8,9 @@ the one OCE edits (``experiments/digit_generator.py``, OCE's quick settings), tr
 digit drawn with little ink: the frozen classifier's log-probability of the prompted digit
 minus ``ink_weight`` times the mean ink; rollouts are unguided (no classifier-free
 guidance). The fraction of samples the classifier reads as their prompt is reported
-beside the reward (does the ink term win at the prompt's expense?). Four arms at an equal budget of forward equivalents per
-sample: full trajectory, single step at an independent step, + iso-temporal, + rectified.
+beside the reward (does the ink term win at the prompt's expense?). Five arms at an equal
+budget of forward equivalents per sample: Flow-GRPO on its own sampler, full trajectory on
+Flash-GRPO's, single step at an independent step, + iso-temporal, + rectified.
 """
 
 import ml_collections
@@ -27,7 +28,7 @@ def get_config():
       batch_size=64, num_steps=1000, learning_rate=2e-3, warmup_steps=100, p_empty=0.1,
       checkpoint_every=500, classifier_hidden=(64,), classifier_steps=400))
   c.ink_weight = 1.0  # the base model's samples: about 0.3 mean ink, log-probability -0.07
-  c.arms = ("full", "single", "iso", "flash")
+  c.arms = ("flow_grpo", "full", "single", "iso", "flash")
   c.group = 4  # samples per prompt: 40 images a rollout
   c.num_steps = 10
   c.sde_high = 5

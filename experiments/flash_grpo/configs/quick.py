@@ -3,7 +3,7 @@ r"""Flash-GRPO at quick scale (part of `make reproduce`).
     python -m reprojax.experiments.flash_grpo.main --config=experiments/flash_grpo/configs/quick.py --workdir=/tmp/flash_grpo
 
 Hardware and time: 2 CPU cores, about a minute. Three seeds, each a class-conditional flow
-MLP pretrained on an 8-mode 2-D mixture, then five GRPO arms at an equal budget of forward
+MLP pretrained on an 8-mode 2-D mixture, then six GRPO arms at an equal budget of forward
 passes, all seeds vmapped in one program per arm.
 """
 
@@ -33,7 +33,8 @@ def get_config() -> ml_collections.ConfigDict:
   # --- reward: move each mode outward by `shift`
   c.shift = 0.5
   # --- GRPO
-  c.arms = ("full", "window", "single", "iso", "flash")
+  c.arms = ("flow_grpo", "full", "window", "single", "iso", "flash")
+  c.flow_grpo_noise_level = 0.7  # Flow-GRPO's config.sample.noise_level (its flow_grpo arm)
   c.group = 8  # samples per prompt
   c.learning_rate = 1e-4  # the public configuration's
   c.clip_eps = 1e-3  # the public configuration's clip range

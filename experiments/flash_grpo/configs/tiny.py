@@ -10,7 +10,7 @@ def get_config():
   c = quick.get_config()
   c.scale = "tiny"
   c.num_seeds = 2
-  c.arms = ("full", "flash")  # fewer programs to compile; the quick run has all five
+  c.arms = ("flow_grpo", "flash")  # fewer programs to compile; the quick run has all six
   c.num_modes = 4
   c.num_points = 512
   c.hidden = (16,)
