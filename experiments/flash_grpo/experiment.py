@@ -540,7 +540,7 @@ CLAIMS = results.declare(
 
 
 RETIRED = (results.Retired(
-    "flash_beats_full", last_holds=True, commit="pending",
+    "flash_beats_full", last_holds=True, commit="3b81d76",
     reason="its full-trajectory baseline sampled with Flash-GRPO's noise scale "
            "(sigmas[1] sigma_k), not Flow-GRPO's; decided now against Flow-GRPO on its own "
            "sampler (flash_beats_flow_grpo), the old comparison kept as the check "
