@@ -1,7 +1,7 @@
 """The OCE experiment's figure (called from ``experiment.run``).
 
 ``erasure_vs_preservation.png``: per task, each method's validation curve over
-its erase strength (erased digits' accuracy against the change to the other
+its erase strength (the four arms of ``experiment.METHODS``; erased digits' accuracy against the change to the other
 digits' images, pixel MSE against the unedited model's; down-left is better), the validation pick circled and its test
 score (mean +- s.e. over sampling seeds) as a cross, beside the unedited model.
 """
@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from reprojax.experiments import plotting
 
-_STYLE = {"oce": ("tab:blue", "OCE (rotation)"), "uce": ("tab:orange", "UCE (additive)")}
+_STYLE = {"oce": ("tab:blue", "OCE (rotation)"),
+          "oce_object": ("tab:cyan", "OCE, authors' object preset"),
+          "uce_kv": ("tab:red", "UCE as its public code (to_k, to_v)"),
+          "uce_v": ("tab:orange", "UCE, ours (to_v only)")}
 
 
 def write_all(workdir, config, curves, m):

@@ -30,6 +30,8 @@ def get_config():
   c.guides = ("8", "7", "0")
   c.oce_erase_scales = (25.0, 50.0, 100.0, 200.0, 400.0, 800.0, 1600.0, 3200.0)
   c.uce_erase_scales = (0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
+  c.uce_kv_erase_scales = (0.0025, 0.005, 0.02, 0.08, 0.32, 1.0, 4.0)
+  c.object_erase_scales = c.oce_erase_scales
   c.num_val_per_digit = 32
   c.num_test_per_digit = 64
   c.num_test_seeds = 5

@@ -7,7 +7,8 @@ the generator), less on a rerun (the trained generator is restored from
 ``<workdir>/generator/checkpoints``). Trains the text-conditioned flow model on
 scikit-learn's digits and a frozen classifier, erases digit 3 (guided toward 8)
 and digits 2 and 5 at once (guided toward 7) with OCE and with UCE over a sweep
-of each method's strength, picks each method's strength on the validation
+of each arm's strength (OCE, OCE with the authors' object preset, UCE as its
+public code runs, our gentler UCE), picks each arm's strength on the validation
 prompts and seeds, scores the picks on held-out prompts and seeds, and times the
 100-concept edit on Stable Diffusion v1.4's cross-attention shapes.
 """
@@ -49,9 +50,20 @@ def get_config() -> ml_collections.ConfigDict:
   c.oce_preserve_scale = 1.0  # beta_c of the preserved concepts (the other digits)
   c.oce_generic_scale = 10.0  # beta_g of the generic second moment C_g
   c.oce_lam = 10.0  # lambda of W0 W0^T (the public scripts use 10)
-  c.uce_erase_scales = (0.005, 0.01, 0.02, 0.04, 0.08)
+  c.uce_erase_scales = (0.005, 0.01, 0.02, 0.04, 0.08)  # uce_v: our gentler UCE (to_v only)
   c.uce_preserve_scale = 1.0
   c.uce_lam = 0.5
+  # uce_kv: UCE as its public code runs (train-scripts/train_erase.py: to_k and to_v, every
+  # token of the retained prompts and the empty one, lambda 0.5 in its launcher, retain weight
+  # max(0.1, 1 / number of retained prompts) = 0.1 here; its erase_scale default is 1)
+  c.uce_kv_erase_scales = (0.005, 0.02, 0.08, 0.32, 1.0)
+  c.uce_kv_preserve_scale = 0.1
+  c.uce_kv_lam = 0.5
+  # oce_object: the authors' object preset (trainscripts/object.sh: preserve-concept 0,
+  # preserve-global 10, lambda 10), its erase strength swept
+  c.object_erase_scales = (50.0, 100.0, 200.0, 400.0, 800.0)
+  c.object_generic_scale = 10.0
+  c.object_lam = 10.0
   # --- evaluation
   c.num_val_per_digit = 16  # samples per digit on the validation prompts (one seed)
   c.num_test_per_digit = 16  # samples per digit and test seed on the held-out prompts

@@ -27,6 +27,8 @@ def get_config():
   c.classifier_steps = 50
   c.oce_erase_scales = (100.0, 1000.0)
   c.uce_erase_scales = (0.01, 0.1)
+  c.uce_kv_erase_scales = (0.01, 0.1)
+  c.object_erase_scales = (100.0, 1000.0)
   c.num_val_per_digit = 2
   c.num_test_per_digit = 2
   c.num_test_seeds = 2
