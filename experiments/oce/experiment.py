@@ -719,7 +719,7 @@ CLAIMS = results.declare(
              "shapes, concept-free terms cached, is <= config.paper_seconds (4.3 s)"),
 )
 
-_ISSUE66 = "RETIRED_COMMIT"
+_ISSUE66 = "d7add51"  # the commit that declared the replacements
 RETIRED = (
     *(results.Retired(
         f"better_preservation_{n}", last_holds=h, commit=_ISSUE66,
