@@ -64,8 +64,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reprojax.algorithms import pdr
-
 
 @dataclasses.dataclass(frozen=True)
 class LlamaConfig:
@@ -262,7 +260,7 @@ class Block(nn.Module):
   def __call__(self, x_BxTxD, sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv=None, index=0,
                prefix_kv=None, moe_controls=None):
     """``prefix_kv``: see :class:`Attention`; ``moe_controls``: keyword arguments of
-    :class:`MoeMlp` (``limited_BxT``, ``reuse_BxT``, ``reuse_out_BxTxD``), MoE layers only."""
+    :class:`MoeMlp` (``route``, ``reuse_BxT``, ``reuse_out_BxTxD``), MoE layers only."""
     c = self.config
     a, new_kv = Attention(c, name="attn")(RMSNorm(c.norm_eps, c.dtype, name="attn_norm")(x_BxTxD),
                                           sin_BxTxJ, cos_BxTxJ, allowed_BxTxS, cache_kv, index,
@@ -287,14 +285,16 @@ class MoeMlp(nn.Module):
   ``(B, T, k)`` are sown into the ``"intermediates"`` collection (``router_logits``,
   ``experts``), for routing analyses and load-balancing losses.
 
-  Two per-token controls (both off by default, and then the layer is exactly the above),
-  for decoders that skip or restrict experts (TEAM's MoE diffusion decoding):
+  Two controls (both off by default, and then the layer is exactly the above), for decoders
+  that skip or restrict experts (TEAM's MoE diffusion decoding):
 
   * ``reuse_BxT`` with ``reuse_out_BxTxD``: marked tokens take ``reuse_out`` as the layer's
     output; they are not routed (their sown experts are ``-1``, their weights 0);
-  * ``limited_BxT``: a marked token may only use experts that some unmarked, routed token
-    of its row chose this call; its top-k is taken over those (fewer if fewer are allowed;
-    ``-1`` then fills its sown experts), the gates renormalised over them.
+  * ``route``: the router's choice in place of plain top-k, a function
+    ``(logits_BxTxE, k, routed_BxT) -> (values_BxTxK, experts_BxTxK)``; a ``-inf`` value
+    leaves its slot unused (``-1`` in the sown experts), the gates renormalised over the
+    rest. A paper's rule lives with the paper (TEAM's expert limiting:
+    ``reprojax.algorithms.team.limited_top_k``).
 
   The layer's output ``moe_out`` ``(B, T, D)`` is sown too (what a later call reuses).
 
@@ -305,7 +305,7 @@ class MoeMlp(nn.Module):
   config: LlamaConfig
 
   @nn.compact
-  def __call__(self, x_BxTxD, limited_BxT=None, reuse_BxT=None, reuse_out_BxTxD=None):
+  def __call__(self, x_BxTxD, route=None, reuse_BxT=None, reuse_out_BxTxD=None):
     c = self.config
     init = nn.initializers.normal(0.02)
     e, d, f = c.n_experts, c.d_model, c.d_ff
@@ -313,17 +313,11 @@ class MoeMlp(nn.Module):
       raise ValueError("MoeMlp: reuse_BxT and reuse_out_BxTxD go together")
     logits_BxTxE = nn.Dense(e, use_bias=False, dtype=jnp.float32, param_dtype=c.dtype,
                             kernel_init=init, name="router")(x_BxTxD).astype(jnp.float32)
-    top_BxTxK, experts_BxTxK = jax.lax.top_k(logits_BxTxE, c.experts_top_k)
     routed_BxT = jnp.ones(x_BxTxD.shape[:2], bool) if reuse_BxT is None else ~reuse_BxT
-    if limited_BxT is not None:
-      chosen_BxTxE = jnp.any(jax.nn.one_hot(experts_BxTxK, e, dtype=bool), axis=-2)
-      donors_BxT = routed_BxT & ~limited_BxT
-      allowed_BxE = jnp.any(chosen_BxTxE & donors_BxT[..., None], axis=1)
-      # a row with no donor token leaves its limited tokens unrestricted
-      allowed_BxE = allowed_BxE | ~jnp.any(allowed_BxE, axis=-1, keepdims=True)
-      blocked_BxTxE = limited_BxT[..., None] & ~allowed_BxE[:, None, :]
-      top_BxTxK, experts_BxTxK = jax.lax.top_k(
-          jnp.where(blocked_BxTxE, -jnp.inf, logits_BxTxE), c.experts_top_k)
+    if route is None:
+      top_BxTxK, experts_BxTxK = jax.lax.top_k(logits_BxTxE, c.experts_top_k)
+    else:
+      top_BxTxK, experts_BxTxK = route(logits_BxTxE, c.experts_top_k, routed_BxT)
     usable_BxTxK = jnp.isfinite(top_BxTxK) & routed_BxT[..., None]
     # a finite fill: a reused row (nothing usable) gets uniform gates, zeroed next, and no
     # NaN that a gradient through the where could pick up
@@ -426,7 +420,7 @@ class Llama(nn.Module):
       h_BxTxD, _ = layer(h_BxTxD, sin, cos, allowed_BxTxT)
     return self._logits(h_BxTxD)
 
-  def extend(self, ids_BxT, positions_BxT, allowed_BxTxS, prefix_kv=None, *, limited_BxT=None,
+  def extend(self, ids_BxT, positions_BxT, allowed_BxTxS, prefix_kv=None, *, route=None,
              reuse_BxT=None, reuse_out_LxBxTxD=None):
     """A forward pass under an explicit attention pattern, optionally after a read-only
     prefix of cached keys and values: what block-diffusion decoders need (block-causal
@@ -435,8 +429,8 @@ class Llama(nn.Module):
     ``positions_BxT``: rotary positions; ``allowed_BxTxS``: which keys each token attends
     to, ``S = T`` without a prefix, ``S = P + T`` with one (the prefix's slots first);
     ``prefix_kv``: per layer ``(k, v)`` ``(B, P, K, H)``, as this method returns them.
-    ``limited_BxT``, ``reuse_BxT`` and ``reuse_out_LxBxTxD`` (per layer) are
-    :class:`MoeMlp`'s per-token controls (MoE models only).
+    ``route``, ``reuse_BxT`` and ``reuse_out_LxBxTxD`` (per layer) are
+    :class:`MoeMlp`'s controls (MoE models only).
 
     Returns the logits ``(B, T, V)`` and this call's per-layer ``(k, v)`` ``(B, T, K, H)``
     (the prefix is not written). Apply with ``mutable="intermediates"`` for the MoE layers'
@@ -453,9 +447,9 @@ class Llama(nn.Module):
     if prefix_kv is not None and len(prefix_kv) != c.n_layers:
       raise ValueError(f"extend: prefix_kv has {len(prefix_kv)} layers, the model "
                        f"{c.n_layers}")
-    moe = dict(limited_BxT=limited_BxT, reuse_BxT=reuse_BxT)
-    if not c.n_experts and (limited_BxT is not None or reuse_BxT is not None):
-      raise ValueError("extend: limited_BxT and reuse_BxT need a MoE model (n_experts > 0)")
+    moe = dict(route=route, reuse_BxT=reuse_BxT)
+    if not c.n_experts and (route is not None or reuse_BxT is not None):
+      raise ValueError("extend: route and reuse_BxT need a MoE model (n_experts > 0)")
     sin, cos = rope_angles(positions_BxT, c.head_dim, c.rope_theta)
     h_BxTxD = self._embed(ids_BxT)
     kvs = []
@@ -653,23 +647,3 @@ def generate(config: LlamaConfig, params: Any, ids_BxT, mask_BxT=None, *, max_ne
   return _generate(params, jnp.asarray(ids_BxT, jnp.int32), jnp.asarray(mask_BxT, bool), key,
                    config=config, max_new_tokens=int(max_new_tokens), eos_ids=eos_ids,
                    pad_id=int(pad_id), temperature=float(temperature))
-
-
-def token_generator(config: LlamaConfig, params: Any, *, temperature: float = 0.7,
-                    eos_ids: Sequence[int] = (), pad_id: int = 0, multiple: int = 32):
-  """The model as a batched token generator for orchestration (``reprojax.algorithms.pdr``):
-  ``(prompts, max_new_tokens, key) -> [pdr.Draft(tokens, score)]``, all prompts in one
-  :func:`generate` call (left-padded to a multiple of ``multiple``), each draft sampled at
-  ``temperature`` and scored by its mean token log-probability (the model's own confidence;
-  0 for an empty draft)."""
-  def call(prompts, max_new_tokens, key):
-    ids, mask = pad_batch([list(p) for p in prompts], pad_id, "left", multiple)
-    gen = generate(config, params, ids, mask, max_new_tokens=max_new_tokens, eos_ids=eos_ids,
-                   pad_id=pad_id, temperature=temperature, key=key)
-    tokens, lengths, logp = (np.asarray(x) for x in (gen.tokens_BxN, gen.lengths_B,
-                                                     gen.logprob_B))
-    return [pdr.Draft(tuple(int(t) for t in tokens[b, :lengths[b]]),
-                      float(logp[b] / lengths[b]) if lengths[b] else 0.0)
-            for b in range(len(prompts))]
-
-  return call

@@ -18,14 +18,13 @@ module adds is what a synthetic task needs:
 
 ``causal=False`` gives the bidirectional mode (masked and block diffusion LMs);
 ``n_experts > 0`` a mixture-of-experts feed-forward with top-k routing whose router logits
-and choices are sown for analysis (``STYLE.md``, "One of each"); :func:`moe_lm` is the two
-together as the pure forward pass and sizes that MoE diffusion decoders take (TEAM's).
+and choices are sown for analysis (``STYLE.md``, "One of each"); TEAM's decoder takes the
+two together (``reprojax.experiments.team.moe``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Sequence
 
 import jax
@@ -34,7 +33,6 @@ import numpy as np
 import optax
 
 from reprojax.algorithms import policy_gradient as pg
-from reprojax.algorithms import team
 from reprojax.models import llama
 
 
@@ -163,36 +161,3 @@ def grpo_loss(config: llama.LlamaConfig, params: Any, ref_params: Any, ids_BxT: 
   lp_ref = token_logprobs(config, ref_params, ids_BxT, mask_BxT).reshape(p, g, -1)
   return pg.grpo_loss(lp, jax.lax.stop_gradient(lp), lp_ref, rewards_PxG,
                       jnp.reshape(actions_BxT, (p, g, -1)), clip_eps=clip_eps, beta=beta)
-
-
-@functools.lru_cache(maxsize=None)
-def moe_lm(config: llama.LlamaConfig) -> team.MoeLM:
-  """A bidirectional MoE ``config`` as :class:`reprojax.algorithms.team.MoeLM`: the forward
-  pass is :meth:`reprojax.models.llama.Llama.extend` with the MoE layers' sown experts,
-  router logits and outputs stacked over layers. Cached per config, so that jitted decoders
-  compile once per model."""
-  c = config
-  if c.causal or not c.n_experts:
-    raise ValueError("moe_lm needs a bidirectional mixture-of-experts config "
-                     "(causal=False, n_experts > 0)")
-  model = llama.Llama(c)
-
-  def forward(params, ids, positions, allowed, prefix_kv, limited, reuse, reuse_out):
-    (logits, kv), state = model.apply(params, ids, positions, allowed, prefix_kv,
-                                      limited_BxT=limited, reuse_BxT=reuse,
-                                      reuse_out_LxBxTxD=reuse_out,
-                                      method=llama.Llama.extend, mutable="intermediates")
-    inter = state["intermediates"]
-    stack = lambda name: jnp.stack([inter[f"layers_{i}"]["moe"][name][0]  # noqa: E731
-                                    for i in range(c.n_layers)])
-    return logits, kv, stack("experts"), stack("router_logits"), stack("moe_out")
-
-  d, e = c.d_model, c.n_experts
-  attn = d * c.n_heads * c.head_dim * 2 + d * c.n_kv_heads * c.head_dim * 2
-  return team.MoeLM(
-      forward=forward, n_layers=c.n_layers, n_experts=e, top_k=c.experts_top_k,
-      n_kv_heads=c.n_kv_heads, head_dim=c.head_dim, max_len=c.max_len,
-      dense_params=c.n_layers * (attn + d * e + 2 * d) + c.vocab_size * d + d,
-      expert_params=3 * d * c.d_ff,
-      dense_flops_per_token=2.0 * (c.n_layers * (attn + d * e) + c.vocab_size * d),
-      attention_flops_per_pair=2.0 * c.n_layers * 2 * c.n_heads * c.head_dim)

@@ -11,7 +11,7 @@ Public API::
     from reprojax.algorithms import team
     batch = team.training_batch(prompt_NxP, prompt_mask_NxP, target_NxG, key, block_len=4,
                                 mask_id=MASK)
-    model = transformer.moe_lm(config)  # reprojax.models: forward pass and sizes
+    model = moe.moe_lm(config)  # reprojax.experiments.team.moe: forward pass and sizes
     loss_N = team.diffusion_loss(model, params, batch)  # per row
     gen_NxG, stats = team.decode(model, params, prompt_NxP, prompt_mask_NxP, gen_len=16,
                                  block_len=4, mask_id=MASK, eos_id=EOS,
@@ -31,13 +31,14 @@ from reprojax.algorithms.team._core import commit_rule
 from reprojax.algorithms.team._core import cost
 from reprojax.algorithms.team._core import decode
 from reprojax.algorithms.team._core import diffusion_loss
+from reprojax.algorithms.team._core import limited_top_k
 from reprojax.algorithms.team._core import prompt_positions
 from reprojax.algorithms.team._core import reference_decode
 from reprojax.algorithms.team._core import training_batch
 
 __all__ = ("STRATEGIES", "MoeLM", "Stats", "block_causal", "commit_rule", "cost",
-           "decode", "diffusion_loss", "prompt_positions", "reference_decode",
-           "training_batch")
+           "decode", "diffusion_loss", "limited_top_k", "prompt_positions",
+           "reference_decode", "training_batch")
 
 
 def examples():

@@ -79,17 +79,37 @@ class Stats(NamedTuple):
   speculated: jax.Array
 
 
+def limited_top_k(logits_BxTxE: jax.Array, k: int, routed_BxT: jax.Array,
+                  limited_BxT: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """TEAM's spatial expert limiting as a router's choice: each token's top-``k`` experts
+  ``(values_BxTxK, experts_BxTxK)`` from its router logits ``(B, T, E)``, where a
+  ``limited`` token may only take experts that some routed, unlimited token of its row
+  chose (its plain top-k); it gets fewer when fewer are allowed (the rest ``-inf``
+  values). A row with no such donor token leaves its limited tokens unrestricted.
+  What a mixture-of-experts layer takes as its ``route``
+  (``reprojax.models.llama.MoeMlp``)."""
+  e = logits_BxTxE.shape[-1]
+  top_BxTxK, experts_BxTxK = jax.lax.top_k(logits_BxTxE, k)
+  chosen_BxTxE = jnp.any(jax.nn.one_hot(experts_BxTxK, e, dtype=bool), axis=-2)
+  donors_BxT = routed_BxT & ~limited_BxT
+  allowed_BxE = jnp.any(chosen_BxTxE & donors_BxT[..., None], axis=1)
+  allowed_BxE = allowed_BxE | ~jnp.any(allowed_BxE, axis=-1, keepdims=True)
+  blocked_BxTxE = limited_BxT[..., None] & ~allowed_BxE[:, None, :]
+  return jax.lax.top_k(jnp.where(blocked_BxTxE, -jnp.inf, logits_BxTxE), k)
+
+
 class MoeLM(NamedTuple):
   """What TEAM needs of a mixture-of-experts block-diffusion LM: a pure forward pass and its
-  sizes (``reprojax.models.transformer.moe_lm`` builds one for the suite's transformer).
+  sizes (``reprojax.experiments.team.moe.moe_lm`` builds one for the suite's transformer).
 
   ``forward(params, ids_BxT, positions_BxT, allowed_BxTxS, prefix_kv, limited_BxT,
   reuse_BxT, reuse_out_LxBxTxD)`` returns ``(logits_BxTxV, kv, experts_LxBxTxK,
   router_logits_LxBxTxE, moe_out_LxBxTxD)``: ``allowed`` covers the prefix's ``P`` cached
   slots then the call's ``T`` tokens; ``prefix_kv`` (or ``None``) and the returned ``kv`` are
   per layer ``(k, v)``, ``(B, P or T, n_kv_heads, head_dim)``; the MoE controls are
-  ``None`` or as in ``reprojax.models.llama.MoeMlp`` (reused tokens: output given, experts
-  ``-1``; limited tokens: top-k over the experts the unlimited routed tokens chose).
+  ``None`` or per token (reused tokens: output given, experts ``-1``, as
+  ``reprojax.models.llama.MoeMlp``'s ``reuse_BxT``; limited tokens: routed by
+  :func:`limited_top_k`).
   The sizes serve the cache (``n_kv_heads``, ``head_dim``, ``max_len``), the counters
   (``n_layers``, ``n_experts``, ``top_k``) and :func:`cost` (parameter and FLOP counts).
   """
@@ -124,7 +144,7 @@ def check_strategies(strategies: Sequence[str]) -> tuple[str, ...]:
 def _check_decode_args(model, prompt_len, gen_len, block_len, threshold, limit_confidence,
                        limit_distance):
   if not isinstance(model, MoeLM):
-    raise ValueError(f"model must be a team.MoeLM (reprojax.models.transformer.moe_lm), got "
+    raise ValueError(f"model must be a team.MoeLM (reprojax.experiments.team.moe.moe_lm), got "
                      f"{type(model).__name__}")
   if not isinstance(block_len, (int, np.integer)) or block_len < 1:
     raise ValueError(f"block_len must be an int >= 1, got {block_len!r}")

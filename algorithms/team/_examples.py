@@ -15,8 +15,9 @@ _D, _E, _K = 8, 4, 2
 
 def _toy_forward(params, ids, positions, allowed, prefix_kv, limited, reuse, reuse_out):
   """A one-layer toy MoE LM (one attention head, tanh experts) honouring the MoeLM
-  contract; the real one is ``reprojax.models.transformer.moe_lm`` (models/ sits above
-  algorithms/, so the examples carry their own)."""
+  contract, routed by :func:`limited_top_k` as the real one is
+  (``reprojax.experiments.team.moe.moe_lm``; models/ sits above algorithms/, so the
+  examples carry their own)."""
   x = params["embed"][ids] + 0.01 * positions[..., None]
   q, k, v = x @ params["q"], x @ params["k"], x @ params["v"]
   keys, values = k, v
@@ -26,14 +27,9 @@ def _toy_forward(params, ids, positions, allowed, prefix_kv, limited, reuse, reu
   att = jnp.where(allowed, jnp.einsum("btd,bsd->bts", q, keys), -1e9)
   h = x + jnp.einsum("bts,bsd->btd", jax.nn.softmax(att, -1), values)
   router = h @ params["router"]
-  top, experts = jax.lax.top_k(router, _K)
   routed = jnp.ones(ids.shape, bool) if reuse is None else ~reuse
-  if limited is not None:
-    chosen = jnp.any(jax.nn.one_hot(experts, _E, dtype=bool), -2)
-    ok = jnp.any(chosen & (routed & ~limited)[..., None], axis=1)
-    ok = ok | ~jnp.any(ok, -1, keepdims=True)
-    top, experts = jax.lax.top_k(
-        jnp.where(limited[..., None] & ~ok[:, None], -jnp.inf, router), _K)
+  top, experts = (jax.lax.top_k(router, _K) if limited is None
+                  else c.limited_top_k(router, _K, routed, limited))
   use = jnp.isfinite(top) & routed[..., None]
   gates = jnp.where(use, jax.nn.softmax(jnp.where(use, top, -1e9), -1), 0.0)
   experts = jnp.where(use, experts, -1)

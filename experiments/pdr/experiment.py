@@ -131,10 +131,31 @@ def train_model(config, mesh, workdir: str, seed: int, stop_after: int | None = 
   return jax.device_get(state.params)
 
 
+def token_generator(model: llama.LlamaConfig, params, *, temperature: float = 0.7,
+                    eos_ids=(), pad_id: int = 0, multiple: int = 32):
+  """A LLaMA-architecture model as PDR's batched token generator
+  (:func:`reprojax.algorithms.pdr.pdr`'s ``generate``): ``(prompts, max_new_tokens, key) ->
+  [pdr.Draft(tokens, score)]``, all prompts in one :func:`reprojax.models.llama.generate`
+  call (left-padded to a multiple of ``multiple``), each draft sampled at ``temperature``
+  and scored by its mean token log-probability (the model's own confidence; 0 for an empty
+  draft). Any checkpoint the model loads runs PDR through it (SmolLM2 included)."""
+  def call(prompts, max_new_tokens, key):
+    ids, mask = llama.pad_batch([list(p) for p in prompts], pad_id, "left", multiple)
+    gen = llama.generate(model, params, ids, mask, max_new_tokens=max_new_tokens,
+                         eos_ids=eos_ids, pad_id=pad_id, temperature=temperature, key=key)
+    tokens, lengths, logp = (np.asarray(x) for x in (gen.tokens_BxN, gen.lengths_B,
+                                                     gen.logprob_B))
+    return [pdr.Draft(tuple(int(t) for t in tokens[b, :lengths[b]]),
+                      float(logp[b] / lengths[b]) if lengths[b] else 0.0)
+            for b in range(len(prompts))]
+
+  return call
+
+
 def generator(config, params, temperature: float):
-  return llama.token_generator(model_config(config), params, temperature=temperature,
-                               eos_ids=(pdr_data.EOS,), pad_id=pdr_data.PAD,
-                               multiple=prompt_pad(config))
+  return token_generator(model_config(config), params, temperature=temperature,
+                         eos_ids=(pdr_data.EOS,), pad_id=pdr_data.PAD,
+                         multiple=prompt_pad(config))
 
 
 def methods(config) -> list[str]:

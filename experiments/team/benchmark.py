@@ -23,6 +23,7 @@ from reprojax.data import team as team_data
 from reprojax.experiments import bench
 from reprojax.experiments import registry
 from reprojax.experiments.team import experiment
+from reprojax.experiments.team import moe
 from reprojax.models import llama
 from reprojax.models import transformer
 
@@ -37,7 +38,7 @@ def workloads(full: bool) -> list[bench.Workload]:
   kw = experiment.decode_kwargs(config)
 
   def decode(strategies):
-    gen, stats = team.decode(transformer.moe_lm(cfg), params, problems.prompt_NxP, problems.prompt_mask_NxP,
+    gen, stats = team.decode(moe.moe_lm(cfg), params, problems.prompt_NxP, problems.prompt_mask_NxP,
                              strategies=strategies, **kw)
     return np.asarray(gen), jax.tree.map(np.asarray, stats)
 

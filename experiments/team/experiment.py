@@ -37,6 +37,7 @@ from reprojax.experiments import common
 from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments import train
+from reprojax.experiments.team import moe
 from reprojax.experiments.team import plots
 from reprojax.models import llama
 from reprojax.models import transformer
@@ -78,7 +79,7 @@ def _check_config(config) -> None:
 def loss_fn(cfg, block_len: int):
   def loss(params, batch, key):
     prompt, pmask, target = batch
-    per_row = team.diffusion_loss(transformer.moe_lm(cfg), params, team.training_batch(
+    per_row = team.diffusion_loss(moe.moe_lm(cfg), params, team.training_batch(
         prompt, pmask, target, key, block_len=block_len, mask_id=team_data.MASK))
     return per_row, {}
   return loss
@@ -118,7 +119,7 @@ def evaluate(config, params, problems: team_data.Problems) -> dict[str, dict]:
   out = {}
   for name, strategies in MODES.items():
     run_once = lambda: jax.block_until_ready(team.decode(  # noqa: E731
-        transformer.moe_lm(cfg), params, problems.prompt_NxP, problems.prompt_mask_NxP, strategies=strategies,
+        moe.moe_lm(cfg), params, problems.prompt_NxP, problems.prompt_mask_NxP, strategies=strategies,
         **kw))
     run_once()  # compile
     t0 = time.perf_counter()
@@ -143,9 +144,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     params = train_model(config, workdir, seed, mesh)
     ev = task_of(config).sample(5000 + seed, int(config.eval_problems))
     outs = evaluate(config, params, ev)
-    base = team.cost(transformer.moe_lm(cfg), outs["vanilla"]["stats"])
+    base = team.cost(moe.moe_lm(cfg), outs["vanilla"]["stats"])
     for name, o in outs.items():
-      st, c = o["stats"], team.cost(transformer.moe_lm(cfg), o["stats"])
+      st, c = o["stats"], team.cost(moe.moe_lm(cfg), o["stats"])
       correct = team_data.correct(o["gen"], ev)
       generated = np.sum(o["gen"] != team_data.MASK)
       add(f"{name}_acc", correct.mean())

@@ -1,6 +1,7 @@
 """TEAM's decoders against plain loops, and the MoE controls against per-token numpy loops."""
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -9,6 +10,7 @@ import pytest
 
 from reprojax.algorithms import team
 from reprojax.data import team as task_data
+from reprojax.experiments.team import moe
 from reprojax.models import llama
 from reprojax.models import transformer
 
@@ -16,7 +18,7 @@ MASK, EOS = task_data.MASK, task_data.EOS
 CFG = transformer.decoder_config(task_data.VOCAB_SIZE, d_model=32, n_layers=2, n_heads=2,
                                  d_ff=32, causal=False, n_experts=8, experts_top_k=2,
                                  max_len=32)
-MODEL = transformer.moe_lm(CFG)
+MODEL = moe.moe_lm(CFG)
 KW = dict(gen_len=8, block_len=4, mask_id=MASK, eos_id=EOS, threshold=0.5)
 
 
@@ -128,7 +130,8 @@ def test_limited_tokens_use_only_experts_the_other_tokens_chose():
   params = layer.init(jax.random.key(4), x)
   params = jax.tree.map(lambda a: (0.3 * rng.normal(size=a.shape)).astype(np.float32), params)
   limited = np.array([[0, 0, 1, 1, 0, 1], [1, 0, 1, 1, 1, 1]], bool)
-  out, st = layer.apply(params, x, limited_BxT=limited, mutable=["intermediates"])
+  route = functools.partial(team.limited_top_k, limited_BxT=jnp.asarray(limited))
+  out, st = layer.apply(params, x, route=route, mutable=["intermediates"])
   p = params["params"]
   silu = lambda z: z / (1 + np.exp(-z))  # noqa: E731
   want = np.zeros_like(x)
