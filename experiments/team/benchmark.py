@@ -25,7 +25,6 @@ from reprojax.experiments import registry
 from reprojax.experiments.team import experiment
 from reprojax.experiments.team import moe
 from reprojax.models import llama
-from reprojax.models import transformer
 
 
 def workloads(full: bool) -> list[bench.Workload]:
