@@ -951,7 +951,7 @@ CLAIMS = results.declare(
 )
 
 RETIRED = (results.Retired(
-    "prompter_helps", last_holds=False, commit="94165e7",
+    "prompter_helps", last_holds=False, commit="9f094e3",
     reason="compared with conditioning on the true parameters, an oracle; decided now "
            "against the generator without the prompter (prompter_beats_plain_encoder), "
            "the oracle kept as check oracle_params_bound"),)
