@@ -43,7 +43,10 @@ photographs, or its digits upsampled; held-out images evaluate):
    (standardised per dimension), trained by flow matching
    (:mod:`reprojax.algorithms.flow_matching`) on the encoded training images; per seed a
    copy fine-tuned ``gen_finetune_steps`` on the latent teacher's watermarked latents
-   ``z + s E(z, m*)``, so that sampling alone watermarks. ``gen_samples`` samples of each
+   ``z + s E(z, m*)``, so that sampling alone watermarks (``gen_recipe``: ``"adam"``, ours
+   before issue 66; ``"authors"``, the public code's ``inmodel_transformer.yaml``: AdamW,
+   the EMA of the weights sampled; :func:`finetune_generator`, evaluated also at
+   ``gen_curve_steps``, the detection-versus-steps curve). ``gen_samples`` samples of each
    (the same noise, ``gen_sample_steps`` Euler steps) are decoded by the plain ``D`` and
    read by the latent watermarker's extractor: the fine-tuned generator's bit accuracy and
    TPR at ``fpr`` after each edit, the base generator's flag rate (its false positives), and
@@ -62,7 +65,7 @@ import functools
 import json
 import os
 import time
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -97,7 +100,10 @@ CONFIG_RANGES = {"image_size": _POS, "num_train": _POS, "num_eval": _POS, "bits"
                  "anneal": (0.0, 1.0), "edit_start": (0.0, 1.0), "fpr": (0.0, 1.0),
                  "bit_weight": (0.0, float("inf")), "gen_steps": (-0.5, float("inf")),
                  "gen_finetune_steps": _POS, "gen_samples": _POS, "gen_sample_steps": _POS,
-                 "gen_learning_rate": (0.0, 1.0)}
+                 "gen_learning_rate": (0.0, 1.0), "gen_finetune_learning_rate": (0.0, 1.0),
+                 "gen_weight_decay": (-1e-12, float("inf")), "gen_ema_decay": (-1e-12, 1.0),
+                 "gen_ema_warmup": (0.0, float("inf"))}
+GEN_RECIPES = ("adam", "authors")
 
 
 def _check_config(config) -> None:
@@ -112,6 +118,13 @@ def _check_config(config) -> None:
                      "(the autoencoder's stride-2 stages)")
   if 1.0 not in tuple(float(g) for g in config.strength_grid):
     raise ValueError(f"config.strength_grid must contain 1.0, got {tuple(config.strength_grid)}")
+  if config.get("gen_recipe", "adam") not in GEN_RECIPES:
+    raise ValueError(f"config.gen_recipe must be one of {GEN_RECIPES}, got {config.gen_recipe!r}")
+  n = int(config.get("gen_finetune_steps", 1))
+  bad = [k for k in config.get("gen_curve_steps", ()) if not 0 < int(k) <= n]
+  if bad:
+    raise ValueError(f"config.gen_curve_steps must lie in [1, gen_finetune_steps={n}], got "
+                     f"{tuple(config.gen_curve_steps)}")
 
 
 # --------------------------------------------------------------------------- data, networks
@@ -223,6 +236,63 @@ def optimizer(lr: float) -> optax.GradientTransformation:
             for k, v in params.items()}
   return optax.multi_transform({"train": optax.adam(lr), "frozen": optax.set_to_zero()},
                                labels)
+
+
+class ParamEmaState(NamedTuple):
+  """:func:`param_ema`'s state."""
+  count: jax.Array  # () int32, updates seen
+  ema: optax.Params  # the parameters' moving average, a pytree like the parameters
+
+
+def param_ema(decay: float, warmup: float) -> optax.GradientTransformation:
+  """An exponential moving average of the parameters, kept in the optimizer's state.
+
+  After update ``t`` (from 1) of parameters ``p_t = p_{t-1} + u_t``:
+  ``ema_t = ema_{t-1} - (1 - d_t) (ema_{t-1} - p_t)``, ``d_t = decay (1 - exp(-t / warmup))``,
+  the public code's EMA (``deps/efficientvit/apps/utils/ema.py``, stepped after each
+  optimizer step; its shadow starts from a copy of the network, ours from the initial
+  parameters: at ``t = 1``, ``d_1`` is about ``decay / warmup`` and the average is almost
+  ``p_1`` either way). The updates pass through unchanged; chain it after the optimizer.
+  Read the average from the chain's state (``opt_state[-1].ema``).
+
+  Args:
+    decay: the long-run decay in [0, 1).
+    warmup: steps over which the decay rises from 0 (> 0).
+  """
+  if not 0.0 <= decay < 1.0:
+    raise ValueError(f"decay must lie in [0, 1), got {decay}")
+  if not warmup > 0.0:
+    raise ValueError(f"warmup must be > 0 steps, got {warmup}")
+
+  def init(params):
+    return ParamEmaState(jnp.zeros((), jnp.int32), jax.tree.map(jnp.array, params))
+
+  def update(updates, state, params=None):
+    if params is None:
+      raise ValueError("param_ema needs the parameters in update(updates, state, params)")
+    t = state.count + 1
+    d = decay * (1.0 - jnp.exp(-t.astype(jnp.float32) / warmup))
+    new = optax.apply_updates(params, updates)
+    ema = jax.tree.map(lambda e, p: e - (1.0 - d) * (e - p), state.ema, new)
+    return updates, ParamEmaState(t, ema)
+
+  return optax.GradientTransformation(init, update)
+
+
+@functools.lru_cache(maxsize=None)
+def generator_optimizer(config_json: str) -> optax.GradientTransformation:
+  """The generator fine-tuning's optimizer: recipe ``"adam"``, :func:`optimizer` at
+  ``gen_learning_rate``; ``"authors"`` (the public code's
+  ``configs/training/diffusion/inmodel_transformer.yaml``), AdamW at
+  ``gen_finetune_learning_rate`` with ``gen_betas`` and ``gen_weight_decay`` (decoupled, as
+  torch's), constant rate, then :func:`param_ema` (``gen_ema_decay``, ``gen_ema_warmup``)."""
+  c = _config(config_json)
+  if c.gen_recipe == "adam":
+    return optimizer(float(c.gen_learning_rate))
+  b1, b2 = (float(b) for b in c.gen_betas)
+  return optax.chain(optax.adamw(float(c.gen_finetune_learning_rate), b1=b1, b2=b2,
+                                 weight_decay=float(c.gen_weight_decay)),
+                     param_ema(float(c.gen_ema_decay), float(c.gen_ema_warmup)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -479,12 +549,25 @@ def _velocity(config_json: str):
   return velocity
 
 
+def nearest_distance_ratio(samples_NxD, train_MxD, heldout_KxD):
+  """Memorisation: the median over samples of the Euclidean distance to the nearest training
+  point, over the same median for held-out points (about 1: the samples sit as far from the
+  training set as new data does; towards 0: they copy training points)."""
+  def nearest(a):
+    d2 = (jnp.sum(a ** 2, 1)[:, None] - 2.0 * a @ train_MxD.T
+          + jnp.sum(train_MxD ** 2, 1)[None, :])
+    return jnp.sqrt(jnp.maximum(jnp.min(d2, axis=1), 0.0))
+  return jnp.median(nearest(samples_NxD)) / jnp.median(nearest(heldout_KxD))
+
+
 @functools.lru_cache(maxsize=None)
 def _generated_program(config_json: str):
-  """``(ae_params, base, tuned, wm_params, mu, sd, message, key)``: both generators sampled
-  from the same noise, decoded by the plain ``D``; the tuned generator's images read after
-  each edit (bit accuracy, TPR), the base's flag rate and bit accuracy against ``m*``, and
-  the PSNR between the two generators' images."""
+  """``(ae_params, base, tuned, wm_params, mu, sd, message, key, train_w, eval_w)``: both
+  generators sampled from the same noise, decoded by the plain ``D``; the tuned generator's
+  images read after each edit (bit accuracy, TPR), the base's flag rate and bit accuracy
+  against ``m*``, the PSNR between the two generators' images, and the tuned samples'
+  :func:`nearest_distance_ratio` to the standardised watermarked training latents
+  ``train_w`` (held-out: ``eval_w``)."""
   config = _config(config_json)
   nets = Nets(config)
   fpr = float(config.fpr)
@@ -492,13 +575,14 @@ def _generated_program(config_json: str):
   shape = nets.input_shape("latent", n)
   velocity = _velocity(config_json)
 
-  def program(ae_params, base, tuned, wm_params, mu, sd, message, key):
+  def program(ae_params, base, tuned, wm_params, mu, sd, message, key, train_w, eval_w):
     noise = jax.random.normal(jax.random.fold_in(key, 7), (n, int(np.prod(shape[1:]))))
-    images = [nets.decode(ae_params, (fm.euler_sample(functools.partial(velocity, p), noise,
-                                                      steps) * sd + mu).reshape(shape))
-              for p in (base, tuned)]
+    latents = [fm.euler_sample(functools.partial(velocity, p), noise, steps)
+               for p in (base, tuned)]
+    images = [nets.decode(ae_params, (x * sd + mu).reshape(shape)) for x in latents]
     m = jnp.broadcast_to(message, (n, message.shape[-1]))
-    res = {"psnr_to_base": jnp.mean(distseal.psnr(images[1], images[0]))}
+    res = {"psnr_to_base": jnp.mean(distseal.psnr(images[1], images[0])),
+           "nn_ratio": nearest_distance_ratio(latents[1], train_w, eval_w)}
     res.update(_read_after_edits(nets, wm_params, images[1], m, key, fpr))
     logits = nets.extract(wm_params, images[0])
     res["base_acc"] = jnp.mean(distseal.bit_accuracy(logits, m))
@@ -506,6 +590,53 @@ def _generated_program(config_json: str):
     return res
 
   return jax.jit(program)
+
+
+def curve_steps(config) -> tuple[int, ...]:
+  """The fine-tuning steps at which the generator is evaluated: ``gen_curve_steps`` and the
+  last, ``gen_finetune_steps``, ascending."""
+  n = int(config.gen_finetune_steps)
+  return tuple(sorted({int(k) for k in config.get("gen_curve_steps", ())} | {n}))
+
+
+def finetune_generator(config, mesh, workdir, base, z_w, seed, evaluate):
+  """Fine-tunes the base generator on the standardised watermarked latents ``z_w`` with
+  :func:`generator_optimizer`, pausing at each of :func:`curve_steps` to call
+  ``evaluate(params) -> {name: float}`` on the generator sampled there (recipe
+  ``"authors"``: the EMA of the weights; its last weights as ``raw_<name>``). One
+  ``train.fit`` run, checkpointed at each pause, so the curve's last point is the run of
+  ``gen_finetune_steps`` with no pause; each point's values are kept in
+  ``<workdir>/curve.json``, so a rerun restores them (the folder keeps one checkpoint, the
+  last). Returns ``{step: values}``."""
+  cj = config.to_json()
+  n = int(config.gen_finetune_steps)
+  ema = config.gen_recipe == "authors"
+  path = os.path.join(workdir, "curve.json")
+  done: dict[str, dict[str, float]] = {}
+  if os.path.isfile(path):
+    with open(path) as f:
+      done = json.load(f)
+  out = {}
+  for k in curve_steps(config):
+    if str(k) in done and k != n:
+      out[k] = done[str(k)]
+      continue
+    state = train.fit(workdir=workdir, mesh=mesh, init_params=base,
+                      loss_fn=generator_loss_fn(cj), optimizer=generator_optimizer(cj),
+                      train_arrays=(z_w,), batch_size=int(config.batch_size), num_steps=n,
+                      seed=seed, log_every=max(1, n // 10), checkpoint_every=n,
+                      keep_checkpoints=1, stop_after=None if k == n else k)
+    params = jax.device_get(state.params)
+    if ema:
+      vals = dict(evaluate(jax.device_get(state.opt_state[-1].ema)))
+      vals.update({f"raw_{name}": v for name, v in evaluate(params).items()})
+    else:
+      vals = dict(evaluate(params))
+    out[k] = done[str(k)] = vals
+    if jax.process_index() == 0:
+      with open(path, "w") as f:
+        json.dump(done, f)
+  return out
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
@@ -580,18 +711,34 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         np.mean([dv[f"acc_{e}"] for e, _ in EVAL_EDITS[1:]]))
     if use_gen and method == "latent":
       # generator distillation: fine-tune a copy on the teacher's watermarked latents
-      e = nets.embedder.apply(wm["embedder"], train_z,
-                              jnp.broadcast_to(message, (train_z.shape[0], int(config.bits))))
-      z_w = np.asarray(distseal.embed(train_z, e, final_strength(config, "latent")))
-      z_w = ((z_w.reshape(z_w.shape[0], -1) - mu) / sd).astype(np.float32)
-      tuned = _fit(config, mesh, os.path.join(folder, "generator"), gen_base,
-                   generator_loss_fn(cj), (z_w,), int(config.gen_finetune_steps),
-                   float(config.gen_learning_rate), seed)
-      gv = jax.device_get(_generated_program(cj)(ae_params, gen_base, tuned, wm, mu, sd,
-                                                 message, jax.random.fold_in(key, 3)))
-      for name, v in gv.items():
-        vals[f"generator_{name}"] = float(v)
-      vals["generator_acc_edited"] = float(np.mean([gv[f"acc_{e_}"] for e_, _ in EVAL_EDITS[1:]]))
+      def watermarked(z):
+        e = nets.embedder.apply(wm["embedder"], z,
+                                jnp.broadcast_to(message, (z.shape[0], int(config.bits))))
+        z_w = np.asarray(distseal.embed(z, e, final_strength(config, "latent")))
+        return ((z_w.reshape(z_w.shape[0], -1) - mu) / sd).astype(np.float32)
+
+      z_w, eval_w = watermarked(train_z), watermarked(eval_z)
+
+      def evaluate(params):
+        gv = jax.device_get(_generated_program(cj)(ae_params, gen_base, params, wm, mu, sd,
+                                                   message, jax.random.fold_in(key, 3),
+                                                   z_w, eval_w))
+        gv = {name: float(v) for name, v in gv.items()}
+        gv["acc_edited"] = float(np.mean([gv[f"acc_{e_}"] for e_, _ in EVAL_EDITS[1:]]))
+        return gv
+
+      curve = finetune_generator(config, mesh, os.path.join(folder, "generator"), gen_base,
+                                 z_w, seed, evaluate)
+      last = curve_steps(config)[-1]
+      for name, v in curve[last].items():
+        if not name.startswith("raw_"):
+          vals[f"generator_{name}"] = v
+      if config.get("gen_curve_steps", ()):  # the detection-versus-steps curve
+        for k, values in curve.items():
+          for name in ("tpr_identity", "acc_identity", "nn_ratio", "raw_tpr_identity",
+                       "raw_acc_identity"):
+            if name in values:
+              vals[f"generator_curve_{name}_{k}"] = values[name]
     return vals, ev, wm
 
   # every seed's latent and pixel runs are independent: threads on a one-device CPU run, the
@@ -636,6 +783,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     m["gen_samples"] = float(config.gen_samples)
   if jax.process_index() == 0:
     plots.plot_tradeoff(workdir, config, curves, EVAL_EDITS)
+    if use_gen and config.get("gen_curve_steps", ()):
+      plots.plot_generator_curve(workdir, config, curve_steps(config), per)
   return m
 
 
@@ -683,6 +832,16 @@ CLAIMS = results.declare(
         "the share of clean images flagged, for both extractors, is at most max(3 fpr, "
         "3 / images)"),
 )
+
+
+def _recipe_text(config, m: Mapping[str, float]) -> str:
+  """The generator's fine-tuning recipe in the claim's figure ("" for ours before issue 66)."""
+  if config.get("gen_recipe", "adam") != "authors":
+    return ""
+  return (f"; the authors' recipe (AdamW {float(config.gen_finetune_learning_rate):g}, the "
+          f"EMA sampled), {int(config.gen_finetune_steps):,} steps at batch "
+          f"{int(config.batch_size)}; samples' nearest-training-latent distance "
+          f"{m['generator_nn_ratio']:.2f}x held-out data's")
 
 
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
@@ -747,7 +906,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
               f"{m['generator_acc_identity']:.3f}; the base generator's samples flagged "
               f"{m['generator_base_flagged']:.4f}; PSNR {m['generator_psnr_to_base']:.1f} dB "
               f"to the base generator's images from the same noise; {n} seeds (threshold "
-              f"0.9)"),
+              f"0.9)" + _recipe_text(config, m)),
         holds=bool(gt >= 0.9),
         evidence=results.Evidence(
             seeds=n, margin_se=results.margin_in_se(gt, 0.9, m["generator_tpr_identity_se"]))))

@@ -8,6 +8,7 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from reprojax.experiments import config_check
@@ -161,9 +162,62 @@ def test_generator_claim_on_hand_made_metrics():
 
 def test_generator_config_is_quick_with_the_generator_on():
   """``configs/generator.py`` (not a registered scale) is the quick config with the
-  generator's training turned on, nothing else."""
+  generator's training turned on and fine-tuned by the authors' recipe
+  (``configs/training/diffusion/inmodel_transformer.yaml``: AdamW 2e-4, betas (0.99, 0.99),
+  weight decay 0.03, EMA 0.9999, 100,000 steps), nothing else."""
   g, q = generator.get_config(), _config("quick")
   config_check.validate(g, config_check.paper_ranges("distseal"), check_mesh=False)
   assert g.gen_steps > 0 and q.gen_steps == 0
   diff = {k for k in q.keys() if q[k] != g[k]}
-  assert diff == {"scale", "gen_steps"}, diff
+  assert diff == {"scale", "gen_steps", "gen_recipe", "gen_finetune_steps",
+                  "gen_curve_steps"}, diff
+  assert g.gen_recipe == "authors" and g.gen_finetune_steps == 100_000
+  assert (g.gen_finetune_learning_rate, tuple(g.gen_betas), g.gen_weight_decay,
+          g.gen_ema_decay, g.gen_ema_warmup) == (2e-4, (0.99, 0.99), 0.03, 0.9999, 2000)
+  assert experiment.curve_steps(g)[-1] == g.gen_finetune_steps
+
+
+def test_param_ema_is_the_public_codes_average():
+  """:func:`experiment.param_ema` against the public code's update written out in numpy
+  (``ema -= (1 - d_t)(ema - p_t)``, ``d_t = decay (1 - exp(-t / warmup))``), chained after
+  plain SGD; the updates pass through unchanged; bad decays raise."""
+  decay, warmup, lr = 0.9, 3.0, 0.1
+  opt = optax.chain(optax.sgd(lr), experiment.param_ema(decay, warmup))
+  p = {"w": jnp.asarray([1.0, -2.0])}
+  state = opt.init(p)
+  ema, w = np.array([1.0, -2.0]), np.array([1.0, -2.0])
+  for t in range(1, 6):
+    g = {"w": jnp.asarray([0.5 * t, -1.0])}
+    u, state = opt.update(g, state, p)
+    np.testing.assert_allclose(u["w"], -lr * np.asarray(g["w"]), rtol=1e-6)
+    p = optax.apply_updates(p, u)
+    w = w - lr * np.asarray(g["w"])
+    d = decay * (1.0 - np.exp(-t / warmup))
+    ema = ema - (1.0 - d) * (ema - w)
+    np.testing.assert_allclose(state[-1].ema["w"], ema, rtol=1e-5)
+  assert int(state[-1].count) == 5
+  for bad in (1.0, -0.1):
+    with pytest.raises(ValueError, match="decay"):
+      experiment.param_ema(bad, warmup)
+
+
+def test_nearest_distance_ratio():
+  """Copies of training points give 0; fresh draws from the training distribution about 1."""
+  rng = np.random.default_rng(0)
+  train = rng.normal(size=(400, 4)).astype(np.float32)
+  held = rng.normal(size=(200, 4)).astype(np.float32)
+  assert float(experiment.nearest_distance_ratio(train[:100], train, held)) == pytest.approx(
+      0.0, abs=1e-3)
+  fresh = rng.normal(size=(200, 4)).astype(np.float32)
+  assert 0.8 < float(experiment.nearest_distance_ratio(fresh, train, held)) < 1.25
+
+
+def test_bad_generator_config(tmp_path):
+  for field, value, match in (("gen_recipe", "sgd", "gen_recipe"),
+                              ("gen_curve_steps", (0,), "gen_curve_steps"),
+                              ("gen_curve_steps", (5,), "gen_curve_steps")):
+    config = _config("tiny")
+    with config.unlocked():
+      config[field] = value
+    with pytest.raises(ValueError, match=match):
+      experiment.run(config, str(tmp_path))

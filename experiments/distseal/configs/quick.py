@@ -51,7 +51,17 @@ def get_config() -> ml_collections.ConfigDict:
   c.gen_steps = 0  # the base latent generator's flow-matching steps
   c.gen_finetune_steps = 600  # the copy fine-tuned on the watermarked latents
   c.gen_hidden = (256, 256, 256)  # the flow MLP's widths
-  c.gen_learning_rate = 1e-3
+  c.gen_learning_rate = 1e-3  # the base generator's Adam (and the fine-tuning's, recipe "adam")
+  # the fine-tuning's recipe: "adam" (ours before issue 66: Adam at gen_learning_rate, the last
+  # weights sampled) or "authors" (the public code's configs/training/diffusion/
+  # inmodel_transformer.yaml: AdamW, constant rate, the EMA of the weights sampled)
+  c.gen_recipe = "adam"
+  c.gen_finetune_learning_rate = 2e-4  # recipe "authors": AdamW's rate (theirs 2e-4)
+  c.gen_betas = (0.99, 0.99)  # recipe "authors": AdamW's betas (theirs)
+  c.gen_weight_decay = 0.03  # recipe "authors": AdamW's decoupled weight decay (theirs)
+  c.gen_ema_decay = 0.9999  # recipe "authors": the weights' EMA decay (theirs)
+  c.gen_ema_warmup = 2000  # recipe "authors": decay x (1 - exp(-step / this)) (theirs 2000)
+  c.gen_curve_steps = ()  # fine-tuning steps at which the generator is also evaluated
   c.gen_samples = 600  # samples of each generator evaluated
   c.gen_sample_steps = 20  # Euler steps of the sampler
   # --- evaluation

@@ -25,6 +25,8 @@ def get_config():
   c.timing_repeats = 3
   c.gen_steps = 8
   c.gen_finetune_steps = 4
+  c.gen_recipe = "authors"  # the generator config's recipe, with a curve of one pause
+  c.gen_curve_steps = (2,)
   c.gen_hidden = (32, 32)
   c.gen_samples = 32
   c.gen_sample_steps = 4
