@@ -246,11 +246,12 @@ BENCH_END = "<!-- BENCH_END -->"
 
 
 def paper_block(slug: str, data: dict[str, Any]) -> str:
-  """A paper README's speed table: its rows of ``bench.json`` (``data``), nothing typed by hand."""
+  """A paper README's speed table: its rows of ``bench.json`` (``data``), nothing typed by hand
+  (the date of the run is in ``results/BENCH.md`` and ``bench.json``, not in READMEs)."""
   rows = [r for r in data["rows"] if r["paper"] == slug]
   meta, limits = data["meta"], data["limits"]
   lines = [BENCH_BEGIN.format(slug=slug),
-           f"`make bench`{' --full' if meta['full'] else ''}, {meta['date']}, {meta['machine']}, "
+           f"`make bench`{' --full' if meta['full'] else ''}, {meta['machine']}, "
            f"jax {meta['jax']}: medians of interleaved repeats after a warm-up (range min - max); "
            f"ratio = peer / ours; `ours / limit` against this machine's measured "
            f"{limits['matmul_flops_per_s'] / 1e9:.0f} GFLOP/s and "
