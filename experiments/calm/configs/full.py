@@ -3,7 +3,7 @@ r"""CALM at full scale (not part of `make reproduce`).
     python -m reprojax.experiments.calm.main --config=experiments/calm/configs/full.py --workdir=/tmp/calm_full
 
 Hardware and time: one GPU (tens of minutes, estimated), or about 6 hours on 2 CPU cores,
-estimated from step times measured at these shapes on 2026-12-06 (a training step 0.66 s at
+estimated from step times measured at these shapes on 2 cores (a training step 0.66 s at
 batch 64; 256 attempts generated in 2.8 s): the base 44 min, SFT 22 min, corrections 13 min,
 RL 4.5 h (2 starts x 5 seeds x 200 steps), evaluation 13 min. Not run yet. Four levels
 (level 4: 2x3 transport, 3x3 assignment, four-variable mixes and six-item knapsacks), a
