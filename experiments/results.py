@@ -157,6 +157,81 @@ def conjunction_margin(parts: Sequence[tuple[bool, float | None]]) -> float | No
   return min(ms) if held else max(ms)
 
 
+class Test(NamedTuple):
+  """A rule's verdict and its margin in standard errors (:class:`Evidence`'s ``margin_se``:
+  a holding verdict measured from where the statement flips, a failing one from the rule's
+  threshold; None without a standard error)."""
+
+  holds: bool
+  margin_se: float | None
+
+
+def paired_gap(a_S: Sequence[float], b_S: Sequence[float]) -> tuple[float, float]:
+  """Mean and standard error over seeds of the paired difference ``a - b`` (s.e. with the
+  ``n - 1`` denominator; 0 for a single seed)."""
+  d = [float(x) - float(y) for x, y in zip(a_S, b_S, strict=True)]
+  if not d:
+    raise ValueError("paired_gap needs at least one seed")
+  mean = sum(d) / len(d)
+  if len(d) < 2:
+    return mean, 0.0
+  var = sum((x - mean) ** 2 for x in d) / (len(d) - 1)
+  return mean, math.sqrt(var / len(d))
+
+
+def _se_margin(value: float, threshold: float, se: float) -> float | None:
+  return None if not se > 0 else abs(float(value) - float(threshold)) / float(se)
+
+
+def beats(gap: float, se: float, k: float = 2.0) -> Test:
+  """"A beats B": the paired gap ``A - B`` (higher is better) is above 0 and above ``k``
+  standard errors. Margin (:class:`Evidence`'s convention): from 0 when it holds, from ``k``
+  s.e. when it fails (a gap of 1.5 s.e. fails by 0.5)."""
+  if gap > 0 and gap > k * se:
+    return Test(True, _se_margin(gap, 0.0, se) if se > 0 else math.inf)
+  return Test(False, _se_margin(gap, k * se, se))
+
+
+def non_inferior(gap: float, se: float, margin: float, k: float = 2.0) -> Test:
+  """"A is no worse than B by more than ``margin``": the lower bound ``gap - k se`` of the
+  paired gap ``A - B`` (higher is better) is at least ``-margin``. Margin in s.e.: the gap's
+  distance from ``-margin`` when it holds, the bound's shortfall when it fails."""
+  if margin < 0:
+    raise ValueError(f"non_inferior: margin must be >= 0, got {margin}")
+  holds = bool(gap - k * se >= -margin)
+  if holds:
+    return Test(True, _se_margin(gap, -margin, se) if se > 0 else math.inf)
+  return Test(False, _se_margin(gap - k * se, -margin, se) if se > 0 else math.inf)
+
+
+def equivalent(gap: float, se: float, margin: float, k: float = 2.0) -> Test:
+  """"A and B are equal within ``margin``" (two one-sided tests): ``|gap| + k se`` is at
+  most ``margin``, so a gap whose s.e. is wide is not called equal. Margin in s.e.: how far
+  ``|gap|`` lies inside ``margin`` when it holds, how far ``|gap| + k se`` lies outside when
+  it fails."""
+  if margin < 0:
+    raise ValueError(f"equivalent: margin must be >= 0, got {margin}")
+  g = abs(float(gap))
+  holds = bool(g + k * se <= margin)
+  if holds:
+    return Test(True, _se_margin(g, margin, se) if se > 0 else math.inf)
+  return Test(False, _se_margin(g + k * se, margin, se) if se > 0 else math.inf)
+
+
+def increasing(levels: Sequence[float], values: Sequence[float], p_value: float = 0.05,
+               min_levels: int = 5) -> tuple[bool, float, float]:
+  """A monotone trend: ``values`` rise with ``levels`` by Kendall's tau, one-sided, at
+  ``p_value``, over at least ``min_levels`` levels. Returns ``(holds, tau, p)``."""
+  if len(levels) != len(values):
+    raise ValueError(f"increasing: {len(levels)} levels and {len(values)} values")
+  if len(set(levels)) < min_levels:
+    raise ValueError(f"increasing: a trend needs at least {min_levels} distinct levels, got "
+                     f"{len(set(levels))}")
+  from scipy import stats  # pylint: disable=g-import-not-at-top (scipy only here)
+  tau, p = stats.kendalltau(levels, values, alternative="greater")
+  return bool(p < p_value), float(tau), float(p)
+
+
 class Claim(NamedTuple):
   """One claim of a paper, the paper's figure beside ours, and the evidence behind it."""
 

@@ -3,6 +3,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 from reprojax.experiments import results as results_lib
@@ -224,3 +225,30 @@ def test_the_ledger_only_grows():
   assert not claims_ledger.problems("toy", renamed, retired, ledger["toy"])
   assert "both declared and retired" in claims_ledger.problems(
       "toy", _DECLARED, retired, ledger["toy"])[0]
+
+
+def test_the_shared_rules_against_hand_computed_cases():
+  from scipy import stats
+  a, b = [1.0, 1.2, 0.9, 1.1], [0.5, 0.6, 0.55, 0.45]
+  gap, se = results_lib.paired_gap(a, b)
+  d = np.subtract(a, b)
+  assert gap == pytest.approx(d.mean()) and se == pytest.approx(stats.sem(d))
+  assert results_lib.paired_gap([1.0], [0.5]) == (0.5, 0.0)
+  # beats: above 0 and 2 s.e.; the margin from 0 when it holds, from 2 s.e. when not
+  assert results_lib.beats(0.5, 0.1) == (True, pytest.approx(5.0))
+  assert results_lib.beats(0.15, 0.1) == (False, pytest.approx(0.5))  # inside 2 s.e.
+  assert results_lib.beats(-0.1, 0.1) == (False, pytest.approx(3.0))
+  # non-inferiority within 0.05: the lower 2-s.e. bound at or above -0.05
+  assert results_lib.non_inferior(-0.01, 0.01, 0.05) == (True, pytest.approx(4.0))
+  assert results_lib.non_inferior(-0.04, 0.01, 0.05) == (False, pytest.approx(1.0))
+  # equivalence: |gap| + 2 s.e. inside the margin; a wide s.e. is not "equal"
+  assert results_lib.equivalent(0.01, 0.01, 0.05) == (True, pytest.approx(4.0))
+  assert results_lib.equivalent(0.0, 0.09, 0.05).holds is False
+  with pytest.raises(ValueError, match="margin"):
+    results_lib.equivalent(0.0, 0.1, -1.0)
+  # a monotone trend needs 5 levels and a one-sided Kendall test
+  holds, tau, p = results_lib.increasing([1, 2, 3, 4, 5], [0.1, 0.2, 0.25, 0.4, 0.5])
+  assert holds and tau == pytest.approx(1.0) and p == pytest.approx(1 / 120)
+  assert not results_lib.increasing([1, 2, 3, 4, 5], [0.5, 0.2, 0.25, 0.4, 0.1])[0]
+  with pytest.raises(ValueError, match="5 distinct levels"):
+    results_lib.increasing([1, 2, 3], [1, 2, 3])
