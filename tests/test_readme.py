@@ -139,15 +139,36 @@ def test_paper_readme_speed_table_is_generated_from_bench_json(slug):
 
 _DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b|\b[0-2]\d:[0-5]\d\b")
 _HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
+# The version of another project's code that was read is provenance, not our history; it is
+# written `owner/repo@commit` and allowed.
+_PIN = re.compile(r"[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b")
+
+
+def history_tokens(text: str) -> list[str]:
+  """Dates, clock times and commit-hash-like tokens of ``text`` (another project's pinned
+  version, ``owner/repo@commit``, aside)."""
+  text = _PIN.sub("", text)
+  return _DATE.findall(text) + _HASH.findall(text)
 
 
 @pytest.mark.parametrize("name", ["README.md", "WORKSPACE.md"])
 def test_top_level_docs_hold_no_dates_clock_times_or_commit_hashes(name):
   """Current figures only: when a figure was measured, and by which commit, belongs in the
-  commit message and the issue notes (the paper READMEs and config docstrings are next)."""
-  text = _read(name)
-  found = _DATE.findall(text) + _HASH.findall(text)
+  commit message and the issue notes."""
+  found = history_tokens(_read(name))
   assert not found, f"{name}: {found[:10]}"
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_paper_readmes_and_configs_hold_no_dates_clock_times_or_commit_hashes(slug):
+  """The same for each paper's README (its generated tables included) and its configs'
+  docstrings; results.json keeps the commits behind a verdict (its evidence), git the rest."""
+  paths = [os.path.join("experiments", slug, "README.md")] + sorted(
+      os.path.join("experiments", slug, "configs", f)
+      for f in os.listdir(os.path.join(ROOT, "experiments", slug, "configs")) if f.endswith(".py"))
+  found = {p: history_tokens(_read(p)) for p in paths}
+  found = {p: f for p, f in found.items() if f}
+  assert not found, f"{found}"
 
 
 @pytest.mark.parametrize("slug", registry.PAPERS)
@@ -156,8 +177,14 @@ def test_generated_claims_tables_hold_no_dates_or_commit_hashes(slug):
   commit (that stays in results.json's evidence)."""
   block = results_lib.paper_block(
       results_lib.load_with_side_claims(os.path.join(RESULTS, slug, "results.json")))
-  found = _DATE.findall(block) + _HASH.findall(block)
+  found = history_tokens(block)
   assert not found, f"{slug}: {found}"
+
+
+def test_history_tokens():
+  assert history_tokens("read `owner/repo@908d06a`; rerun 2026-12-06 at 12:01 (3ee0cf6)") == [
+      "2026-12-06", "12:01", "3ee0cf6"]
+  assert not history_tokens("0.9086, 1,500 steps, deadbeef is no hash, 1e-4")
 
 
 @pytest.mark.parametrize("slug", registry.PAPERS)
