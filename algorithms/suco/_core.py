@@ -8,10 +8,19 @@ so one forward pass scores them all (no loop over prefixes); :func:`forced_answe
 reads the answer's log-probability at the marker from the logits.
 
 Minimal sufficient CoT (MSC). The shortest prefix whose forced answer is correct with
-probability at least the question's threshold ``tau`` (:func:`minimal_sufficient_steps`);
-the full chain when none is. The threshold grows with difficulty
+probability at least the question's threshold ``delta`` (:func:`minimal_sufficient_steps`).
+The paper's rule (as its public summaries give it, Eqs. 3-6): the threshold is
+
+    delta(x) = delta_0 + alpha * C(x),   C(x_i) = (1 / N) sum_j [ |z_j| <= |z_i| ]
+
+with ``C`` the percentile rank of the question's reasoning length among a pool of ``N``
+(:func:`length_percentile`, :func:`sufficiency_threshold`), and when no prefix reaches it the
+most probable prefix is taken (``fallback="most_probable"``). The summaries give neither
+``delta_0`` nor ``alpha``; the experiment's values are its config's, chosen before a run.
+Our earlier rule, kept as an ablation, reads the true difficulty level instead
 (:func:`adaptive_threshold`: linear from ``lo`` at the easiest level to ``hi`` at the
-hardest, our reading of "problem-adaptive thresholds that scale with difficulty").
+hardest) and falls back to the full chain (``fallback="full"``); a deployed method cannot
+know the level, only lengths it observes.
 
 SAPO (our reconstruction: the abstract names the ingredients, not the formulas). A running
 estimate of each question's sufficient length (:func:`tracker_update`, a running mean of
@@ -24,8 +33,9 @@ reward (:func:`sapo_reward`) of a response of ``n`` tokens against the tracked `
 and the policy update is GRPO from the suite's policy-gradient module.
 
 References:
-  SuCo: Minimal Sufficient CoT and sufficiency-guided adaptive reasoning (ICML 2026),
-  abstract only. Shao et al. DeepSeekMath (GRPO), 2024.
+  Wang et al., SuCo: Sufficiency-guided Continuous Adaptive Reasoning (ICML 2026,
+  arXiv:2606.17687): the abstract, and public summaries of Sections 3.2-3.3 for the
+  threshold and the fallback (no code released). Shao et al. DeepSeekMath (GRPO), 2024.
 """
 
 from __future__ import annotations
@@ -123,9 +133,57 @@ def _probs_and_greedy(logits, pos_BxJ, ans_B):
   return jnp.exp(lp).reshape(b, j), jnp.argmax(at, axis=-1).reshape(b, j)
 
 
+def length_percentile(length_B: jax.Array, pool_N: jax.Array) -> jax.Array:
+  """The complexity proxy ``C``: each length's percentile rank in the pool, in ``(0, 1]``.
+
+  ``C_b = (1 / N) sum_j [pool_j <= length_b]`` (the paper's Eq. 4 with ``pool = lengths``:
+  the longest gets 1, ties share the higher rank). ``length_B``: the reasoning lengths of
+  the questions to rank; ``pool_N``: the lengths they are ranked among (pass the same array
+  to rank a pool among itself). Lengths must be finite and ``>= 0``.
+
+  References: SuCo (ICML 2026), Eq. 4 as its public summaries give it.
+  """
+  a = _common.check_arrays({"length_B": length_B, "pool_N": pool_N})
+  _common.check_in_range("length_B", a["length_B"], 0.0)
+  _common.check_in_range("pool_N", a["pool_N"], 0.0)
+  return _length_percentile(a["length_B"], a["pool_N"])
+
+
+@jax.jit
+def _length_percentile(length, pool):
+  le = jnp.asarray(pool)[None, :] <= jnp.asarray(length)[:, None]  # (B, N)
+  return jnp.mean(le.astype(jnp.float32), axis=1)
+
+
+def sufficiency_threshold(complexity_B: jax.Array, delta0: float = 0.6, alpha: float = 0.3
+                          ) -> jax.Array:
+  """The paper's problem-adaptive threshold ``delta(x) = delta_0 + alpha * C(x)``.
+
+  ``complexity_B``: ``C`` in ``[0, 1]`` (:func:`length_percentile`); ``delta0`` in
+  ``(0, 1]`` the threshold of the simplest question, ``alpha >= 0`` its growth, with
+  ``delta0 + alpha <= 1`` so that every threshold is a probability. The defaults (0.6,
+  0.3) are ours, not the paper's (its summaries give no values): the range 0.6-0.9 of the
+  true-level ablation (:func:`adaptive_threshold`).
+
+  References: SuCo (ICML 2026), Eq. 3 as its public summaries give it.
+  """
+  c = _common.check_arrays({"complexity_B": complexity_B}, batch=("complexity_B",))[
+      "complexity_B"]
+  _common.check_in_range("complexity_B", c, 0.0, 1.0)
+  for name, v in (("delta0", delta0), ("alpha", alpha)):
+    if not isinstance(v, (int, float, np.floating)) or isinstance(v, bool) or not np.isfinite(v):
+      raise ValueError(f"{name} must be a finite number, got {v!r}")
+  if not (0 < float(delta0) <= 1 and float(alpha) >= 0 and float(delta0) + float(alpha) <= 1):
+    raise ValueError(f"delta0 and alpha must satisfy 0 < delta0 <= 1, alpha >= 0 and "
+                     f"delta0 + alpha <= 1, got delta0={delta0!r}, alpha={alpha!r}")
+  return float(delta0) + float(alpha) * jnp.asarray(c, jnp.float32)
+
+
 def adaptive_threshold(difficulty_B: jax.Array, max_difficulty: int, lo: float = 0.6,
                        hi: float = 0.9) -> jax.Array:
-  """``lo`` at difficulty 1 rising linearly to ``hi`` at ``max_difficulty``."""
+  """``lo`` at difficulty 1 rising linearly to ``hi`` at ``max_difficulty``: the threshold of
+  the true-level ablation (an oracle: it reads the planted difficulty, which a deployed
+  method cannot know; the paper's rule is :func:`sufficiency_threshold`)."""
   d = _common.check_arrays({"difficulty_B": difficulty_B}, batch=("difficulty_B",))[
       "difficulty_B"]
   n = _common.check_int("max_difficulty", max_difficulty, 1)
@@ -137,19 +195,35 @@ def adaptive_threshold(difficulty_B: jax.Array, max_difficulty: int, lo: float =
   return lo + (hi - lo) * frac
 
 
-def minimal_sufficient_steps(p_BxJ: jax.Array, threshold_B: jax.Array, num_steps_B: jax.Array
-                             ) -> jax.Array:
+FALLBACKS = ("most_probable", "full")
+
+
+def minimal_sufficient_steps(p_BxJ: jax.Array, threshold_B: jax.Array, num_steps_B: jax.Array,
+                             fallback: str = "most_probable") -> jax.Array:
   """The fewest steps ``j`` (of ``0 .. num_steps``) whose forced answer is correct with
-  probability ``>= threshold``; ``num_steps`` (the full chain) when no prefix is."""
+  probability ``>= threshold`` (sufficiency and minimality, the paper's Eq. 2).
+
+  When no prefix is sufficient: ``fallback="most_probable"`` (the paper's Eq. 6) takes the
+  prefix with the highest probability of the correct answer (the shortest of ties);
+  ``fallback="full"`` (the true-level ablation's rule) the full chain, ``num_steps``.
+  ``p_BxJ``: the forced answer's probability after every prefix (``J = S + 1``);
+  entries beyond a chain's ``num_steps`` are ignored.
+  """
   a = _common.check_arrays({"p_BxJ": p_BxJ, "threshold_B": threshold_B,
                             "num_steps_B": num_steps_B}, kinds={"num_steps_B": "int"})
   p, tau, n = a["p_BxJ"], a["threshold_B"], a["num_steps_B"]
   _common.check_in_range("p_BxJ", p, 0.0, 1.0)
   _common.check_in_range("threshold_B", tau, 0.0, 1.0, lo_open=True)
   _common.check_in_range("num_steps_B", n, 0, p.shape[1] - 1)
+  _common.check_choice("fallback", fallback, FALLBACKS)
   j = jnp.arange(p.shape[1])[None]
-  ok = (p >= jnp.asarray(tau)[:, None]) & (j <= jnp.asarray(n)[:, None])
-  return jnp.where(ok.any(axis=1), jnp.argmax(ok, axis=1), jnp.asarray(n)).astype(jnp.int32)
+  within = j <= jnp.asarray(n)[:, None]
+  ok = (p >= jnp.asarray(tau)[:, None]) & within
+  if fallback == "full":
+    none = jnp.asarray(n)
+  else:  # argmax returns the first of ties: the shortest most probable prefix
+    none = jnp.argmax(jnp.where(within, p, -1.0), axis=1)
+  return jnp.where(ok.any(axis=1), jnp.argmax(ok, axis=1), none).astype(jnp.int32)
 
 
 def sapo_reward(correct_B: jax.Array, length_B: jax.Array, tracked_B: jax.Array, *,

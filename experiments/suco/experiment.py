@@ -15,8 +15,12 @@ generation of SAPO's groups and of the evaluation runs on one device.
    settings (a run killed during this training starts it again).
 2. **MSC search**: on ``msc_questions`` training questions, every step prefix forced to
    answer in one batch (:func:`reprojax.algorithms.suco.forced_answer_probs`); the minimal
-   sufficient number of steps at the difficulty-adaptive threshold, and how often it equals
-   the planted one (the number of operations).
+   sufficient number of steps at the paper's threshold ``delta0 + alpha C(x)``, ``C`` the
+   percentile rank of the base model's own thinking length on the question (one chain
+   sampled at ``complexity_temperature``) among those ``msc_questions``
+   (:func:`suco.length_percentile`, :func:`suco.sufficiency_threshold`), the most probable
+   prefix where none is sufficient; how often it equals the planted one (the number of
+   operations). The chains cut are the task's (the paper cuts a strong model's chains).
 3. **MFT**: the base fine-tuned on those questions' chains cut at their MSC.
 4. **SAPO**: GRPO from MFT (:mod:`reprojax.algorithms.policy_gradient`, a KL penalty to
    MFT) on groups of sampled answers, rewarded by :func:`suco.sapo_reward` against each
@@ -26,6 +30,12 @@ generation of SAPO's groups and of the evaluation runs on one device.
    ``eval_levels`` (the training levels and a harder held-out one): accuracy and thinking
    tokens (before the answer marker) of each model, and the base model truncated at MFT's
    mean thinking length (forced to answer at the budget).
+
+With ``oracle_level_ablation``, steps 2-5 run a second time from the same base with our
+earlier threshold, which reads the true difficulty level (``tau_lo`` at level 1 to
+``tau_hi`` at the hardest training level, the full chain where no prefix is sufficient):
+its metrics carry the prefix ``oracle_level_`` (:data:`ORACLE`) and decide no claim
+(:func:`ablation_claims` reads them under the same rules, for the README).
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ import ml_collections
 import numpy as np
 import optax
 import orbax.checkpoint as ocp
+from scipy import stats
 
 from reprojax.algorithms import suco
 from reprojax.data import suco as suco_data
@@ -59,7 +70,10 @@ _POS = (0.5, float("inf"))
 CONFIG_RANGES = {"max_ops": _POS, "base_steps": _POS, "mft_steps": _POS, "batch_size": _POS,
                  "msc_questions": _POS, "eval_per_level": _POS, "sapo_steps": (-0.5, float("inf")),
                  "sapo_questions": _POS, "group": (1.5, float("inf")),
-                 "cut_fraction": (0.0, 1.0), "tau_lo": (0.0, 1.0), "tau_hi": (0.0, 1.0)}
+                 "cut_fraction": (0.0, 1.0), "tau_lo": (0.0, 1.0), "tau_hi": (0.0, 1.0),
+                 "delta0": (0.0, 1.0), "alpha": (-1e-12, 1.0),
+                 "complexity_temperature": (0.0, float("inf"))}
+ORACLE = "oracle_level_"  # the prefix of the true-level ablation's metrics (not counted)
 
 
 def _check_config(config) -> None:
@@ -71,6 +85,10 @@ def _check_config(config) -> None:
   if not 0 < float(config.tau_lo) <= float(config.tau_hi) <= 1:
     raise ValueError(f"config.tau_lo and tau_hi must satisfy 0 < lo <= hi <= 1, got "
                      f"{config.tau_lo} and {config.tau_hi}")
+  if not (0 < float(config.delta0) <= 1 and float(config.alpha) >= 0
+          and float(config.delta0) + float(config.alpha) <= 1):
+    raise ValueError(f"config.delta0 and alpha must satisfy 0 < delta0 <= 1, alpha >= 0 and "
+                     f"delta0 + alpha <= 1, got {config.delta0} and {config.alpha}")
 
 
 def task_of(config) -> suco_data.ArithmeticTask:
@@ -226,14 +244,51 @@ def answer(cfg, params, chains: suco_data.Chains, budget: int | None = None):
   return correct, think
 
 
-def msc_search(config, cfg, params, chains: suco_data.Chains):
-  """The minimal sufficient steps of each question (forced answers of every prefix)."""
+def own_lengths(config, cfg, params, chains: suco_data.Chains, seed: int) -> np.ndarray:
+  """The model's own thinking tokens on each question: one chain sampled at
+  ``complexity_temperature`` (the paper's reasoning length ``|z|``, which a deployed method
+  observes; the task's planted chain length would be the true level in disguise)."""
+  ids, mask = _left_prompts(chains)
+  # SAPO's rounds fold in 0 .. sapo_steps - 1; this draw folds in 2^20
+  gen = llama.generate(cfg, params, ids, mask, max_new_tokens=chains.cot_QxC.shape[1] + 3,
+                       eos_ids=(suco_data.EOS,), pad_id=suco_data.PAD,
+                       temperature=float(config.complexity_temperature),
+                       key=jax.random.fold_in(jax.random.key(seed), 1 << 20))
+  _, think = _parse(np.asarray(gen.tokens_BxN), np.asarray(gen.lengths_B), chains.answer_Q)
+  return think
+
+
+def forced_probs(cfg, params, chains: suco_data.Chains) -> np.ndarray:
+  """The correct answer's probability forced after every step prefix ``(Q, S + 1)``."""
   p, _ = suco.forced_answer_probs(lambda i, m: llama.logits(cfg, params, i, m),
                                   chains.prompt_QxP, chains.prompt_len_Q, chains.cot_QxC,
                                   chains.step_ends_QxS, chains.answer_Q, suco_data.ANS)
+  return np.asarray(p)
+
+
+def msc_search(config, chains: suco_data.Chains, p: np.ndarray, lengths: np.ndarray):
+  """The paper's minimal sufficient steps of each question: threshold
+  ``delta0 + alpha C`` with ``C`` the percentile rank of ``lengths`` (the model's own) among
+  themselves, the most probable prefix where none reaches it. Returns ``(steps, C,
+  fell_back)``."""
+  c = suco.length_percentile(lengths, lengths)
+  delta = suco.sufficiency_threshold(c, float(config.delta0), float(config.alpha))
+  steps = suco.minimal_sufficient_steps(p, delta, chains.num_steps_Q, fallback="most_probable")
+  return np.asarray(steps), np.asarray(c), ~_any_sufficient(p, np.asarray(delta), chains)
+
+
+def oracle_msc_search(config, chains: suco_data.Chains, p: np.ndarray):
+  """The ablation's minimal sufficient steps: threshold from the true difficulty level
+  (``tau_lo`` to ``tau_hi``), the full chain where none reaches it. ``(steps, fell_back)``."""
   tau = suco.adaptive_threshold(chains.difficulty_Q, max(config.train_levels),
                                 float(config.tau_lo), float(config.tau_hi))
-  return np.asarray(suco.minimal_sufficient_steps(p, tau, chains.num_steps_Q))
+  steps = suco.minimal_sufficient_steps(p, tau, chains.num_steps_Q, fallback="full")
+  return np.asarray(steps), ~_any_sufficient(p, np.asarray(tau), chains)
+
+
+def _any_sufficient(p, tau, chains) -> np.ndarray:
+  within = np.arange(p.shape[1])[None] <= chains.num_steps_Q[:, None]
+  return np.any((p >= tau[:, None]) & within, axis=1)
 
 
 def _tokens_of_steps(chains: suco_data.Chains, steps: np.ndarray) -> np.ndarray:
@@ -307,32 +362,47 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     add("base_loss", loss)
     add("base_restored", float(restored))
     msc_ch = suco_data.sample(task, int(config.msc_questions), 2000 + seed, config.train_levels)
-    msc = msc_search(config, cfg, base, msc_ch)
+    p = forced_probs(cfg, base, msc_ch)
+    lengths = own_lengths(config, cfg, base, msc_ch, seed)
+    msc, complexity, fell_back = msc_search(config, msc_ch, p, lengths)
+    runs = {"": msc}
+    if config.get("oracle_level_ablation", False):
+      runs[ORACLE], oracle_fell_back = oracle_msc_search(config, msc_ch, p)
     for lv in config.train_levels:
       sel = msc_ch.difficulty_Q == lv
       add(f"msc_steps_L{lv}", msc[sel].mean())
       add(f"msc_agree_L{lv}", (msc[sel] == lv).mean())
-    mft_rows = suco_data.training_rows(msc_ch, steps_kept=msc, length=row_length(task))
-    mft, _ = train_lm(cfg, base, mft_rows, steps=int(config.mft_steps),
-                      batch=int(config.batch_size), lr=float(config.mft_lr), seed=seed + 7,
-                      mesh=mesh)
+      add(f"msc_fallback_L{lv}", fell_back[sel].mean())
+      add(f"complexity_L{lv}", complexity[sel].mean())
+      add(f"own_tokens_L{lv}", lengths[sel].mean())
+      if ORACLE in runs:
+        add(f"{ORACLE}msc_steps_L{lv}", runs[ORACLE][sel].mean())
+        add(f"{ORACLE}msc_agree_L{lv}", (runs[ORACLE][sel] == lv).mean())
+        add(f"{ORACLE}msc_fallback_L{lv}", oracle_fell_back[sel].mean())
+    # how well the model's own length ranks the questions by their true level (Spearman)
+    add("complexity_level_rank_corr", _spearman(complexity, msc_ch.difficulty_Q))
     # the control: the base trained as many more steps on its own rows (MFT's extra training
     # without the MSC cut)
     base_more, _ = train_lm(cfg, base, rows, steps=int(config.mft_steps),
                             batch=int(config.batch_size), lr=float(config.mft_lr),
                             seed=seed + 7, mesh=mesh)
-    msc_tokens = _tokens_of_steps(msc_ch, msc)
-    sapo_params, reward = (sapo(config, cfg, mft, msc_ch, msc_tokens, seed, mesh)
-                           if int(config.sapo_steps) > 0 else (mft, np.nan))
-    add("sapo_reward", reward)
     ev = suco_data.sample(task, int(config.eval_per_level) * len(levels), 3000 + seed, levels)
-    outs = {"base": answer(cfg, base, ev), "base_more": answer(cfg, base_more, ev),
-            "mft": answer(cfg, mft, ev),
-            "sapo": answer(cfg, sapo_params, ev)}
     train_sel = np.isin(ev.difficulty_Q, list(config.train_levels))
-    budget = int(round(outs["mft"][1][train_sel].mean()))
-    add("truncation_budget", budget)
-    outs["truncated"] = answer(cfg, base, ev, budget=budget)
+    outs = {"base": answer(cfg, base, ev), "base_more": answer(cfg, base_more, ev)}
+    for pre, steps in runs.items():  # the paper's rule, then the ablation's
+      mft_rows = suco_data.training_rows(msc_ch, steps_kept=steps, length=row_length(task))
+      mft, _ = train_lm(cfg, base, mft_rows, steps=int(config.mft_steps),
+                        batch=int(config.batch_size), lr=float(config.mft_lr), seed=seed + 7,
+                        mesh=mesh)
+      msc_tokens = _tokens_of_steps(msc_ch, steps)
+      sapo_params, reward = (sapo(config, cfg, mft, msc_ch, msc_tokens, seed, mesh)
+                             if int(config.sapo_steps) > 0 else (mft, np.nan))
+      add(f"{pre}sapo_reward", reward)
+      outs[f"{pre}mft"] = answer(cfg, mft, ev)
+      outs[f"{pre}sapo"] = answer(cfg, sapo_params, ev)
+      budget = int(round(outs[f"{pre}mft"][1][train_sel].mean()))
+      add(f"{pre}truncation_budget", budget)
+      outs[f"{pre}truncated"] = answer(cfg, base, ev, budget=budget)
     for name, (correct, think) in outs.items():
       add(f"{name}_acc", correct[train_sel].mean())
       add(f"{name}_tokens", think[train_sel].mean())
@@ -348,22 +418,54 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     for k, v in out:
       per.setdefault(k, []).append(v)
   m: dict[str, float] = {"num_seeds": float(config.num_seeds), **common.mean_and_se(per)}
-  for a, b in (("mft", "base"), ("sapo", "base"), ("sapo", "truncated"), ("mft", "truncated"),
-               ("mft", "base_more")):
-    for q in ("acc", "tokens"):
-      d = np.asarray(per[f"{a}_{q}"]) - np.asarray(per[f"{b}_{q}"])
-      m[f"gap_{q}_{a}_vs_{b}"] = float(d.mean())
-      m[f"gap_{q}_{a}_vs_{b}_se"] = float(common.standard_error(d)) if len(d) > 1 else 0.0
+
+  def gap(name, a, b):
+    d = np.asarray(per[a]) - np.asarray(per[b])
+    m[name] = float(d.mean())
+    m[f"{name}_se"] = float(common.standard_error(d)) if len(d) > 1 else 0.0
+
   held = [lv for lv in levels if lv not in config.train_levels]
-  for lv in held:
-    for a in ("mft", "sapo"):
+  for pre in ("", ORACLE) if config.get("oracle_level_ablation", False) else ("",):
+    # the ablation's models against the shared base (its truncated base at its own budget)
+    for a, b in (("mft", "base"), ("sapo", "base"), ("sapo", "truncated"), ("mft", "truncated"),
+                 ("mft", "base_more")):
+      bb = pre + b if b == "truncated" else b
       for q in ("acc", "tokens"):
-        d = np.asarray(per[f"{a}_{q}_L{lv}"]) - np.asarray(per[f"base_{q}_L{lv}"])
-        m[f"gap_{q}_{a}_vs_base_L{lv}"] = float(d.mean())
-        m[f"gap_{q}_{a}_vs_base_L{lv}_se"] = (float(common.standard_error(d)) if len(d) > 1
-                                              else 0.0)
+        gap(f"{pre}gap_{q}_{a}_vs_{b}", f"{pre}{a}_{q}", f"{bb}_{q}")
+    for lv in held:
+      for a in ("mft", "sapo"):
+        for q in ("acc", "tokens"):
+          gap(f"{pre}gap_{q}_{a}_vs_base_L{lv}", f"{pre}{a}_{q}_L{lv}", f"base_{q}_L{lv}")
   plots.plot_levels(workdir, config, m)
   return m
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+  """Spearman's rank correlation (average ranks for ties); 0 where either is constant."""
+  rx, ry = (stats.rankdata(v) for v in (x, y))
+  if np.std(rx) == 0 or np.std(ry) == 0:
+    return 0.0
+  return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def oracle_view(metrics: Mapping[str, float]) -> dict[str, float]:
+  """The metrics as :func:`claims` reads them, with every ``oracle_level_`` metric in place
+  of the paper's rule's (the base, its control and the seeds are shared)."""
+  out = {k: v for k, v in metrics.items()  # what only the paper's threshold has
+         if not k.startswith(("complexity_", "own_tokens_"))}
+  for k, v in metrics.items():
+    if k.startswith(ORACLE):
+      out[k[len(ORACLE):]] = v
+  return out
+
+
+def ablation_claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
+                    ) -> list[results.Claim]:
+  """The declared claims' rules applied to the true-level ablation (reported, not counted);
+  empty when the run had no ablation."""
+  if not any(k.startswith(ORACLE) for k in metrics):
+    return []
+  return claims(config, oracle_view(metrics))
 
 
 def _acc_ok(m, a, b, suffix=""):
@@ -441,7 +543,9 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
            ) -> list[results.Claim]:
   """The claims, from the config and :func:`run`'s metrics alone (pure).
 
-  ``msc_grows`` (paper): the mean MSC steps rise with difficulty across the training levels;
+  ``msc_grows`` (paper): the mean MSC steps rise with difficulty across the training levels
+  (the MSC at the paper's threshold, from the model's own chain lengths; the true-level
+  ablation's metrics, ``oracle_level_*``, decide nothing here: :func:`ablation_claims`);
   ``mft_shortens`` and ``sapo_shortens`` (paper): on the training levels the thinking
   tokens fall to at most ``shorten_ratio`` of the base model's, with accuracy not below the
   base's by more than 2 s.e. of the paired difference (the text adds the control: the base
@@ -464,19 +568,29 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   grows = [margin_part(b - a, 0.0, float(np.hypot(sa, sb)), bool(b - a > 0), seeds)
            for a, b, sa, sb in zip(steps, steps[1:], steps_se, steps_se[1:])]
   agree = [m[f"msc_agree_L{x}"] for x in lv]
+  if "complexity_level_rank_corr" in m:  # the paper's threshold (else our earlier one's run)
+    rule = (f"threshold {float(config.delta0):g} + {float(config.alpha):g} C, C the rank of "
+            f"the model's own chain length (Spearman {m['complexity_level_rank_corr']:.2f} "
+            "with the level); no prefix sufficient in " + ", ".join(
+                f"L{x}: {m[f'msc_fallback_L{x}']:.2f}" for x in lv))
+    planted = ("the task plants it: a level-L chain's answer is fixed after its first L "
+               "steps (of 2L + 1), and the threshold rises with the model's own chain length "
+               f"({float(config.delta0):g} to {float(config.delta0) + float(config.alpha):g}),"
+               " which grows with the level")
+  else:
+    rule = f"threshold from the true level ({float(config.tau_lo):g} to {float(config.tau_hi):g})"
+    planted = ("the task plants it: a level-L chain's answer is fixed after its first L steps "
+               "(of 2L + 1), a question never cleared falls back to all 2L + 1, and the "
+               f"threshold itself rises with the level ({float(config.tau_lo):g} to "
+               f"{float(config.tau_hi):g})")
   out.append(CLAIMS["msc_grows"].claim(
       ours=("MSC steps by level " + ", ".join(f"L{x}: {s:.2f}" for x, s in zip(lv, steps))
             + "; agreement with the planted length " + ", ".join(
                 f"L{x}: {a:.2f}" for x, a in zip(lv, agree))
-            + f"; {int(m['num_seeds'])} seeds"),
+            + f"; {rule}; {int(m['num_seeds'])} seeds"),
       holds=bool(np.all(np.diff(steps) > 0)),
       evidence=results.Evidence(
-          seeds=seeds, margin_se=conjunction_margin(grows),
-          by_construction=(
-              "the task plants it: a level-L chain's answer is fixed after its first L steps "
-              "(of 2L + 1), a question never cleared falls back to all 2L + 1, and the "
-              f"threshold itself rises with the level ({float(config.tau_lo):g} to "
-              f"{float(config.tau_hi):g})"),
+          seeds=seeds, margin_se=conjunction_margin(grows), by_construction=planted,
           note="margin: adjacent levels' difference over their unpaired s.e.")))
   ratio = float(config.shorten_ratio)
   for a in ("mft", "sapo"):

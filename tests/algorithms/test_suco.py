@@ -1,6 +1,7 @@
 """SuCo's core against independent references: on constructed chains with a scripted model
 that can answer only once the last value is stated, the minimal sufficient prefix is the
-planted one; on scripted per-prefix probabilities it equals a brute-force scan; forced
+planted one; on scripted per-prefix probabilities it equals a brute-force scan (both
+fallbacks); the paper's length-percentile threshold and fallback on a case computed by hand; forced
 answering equals the model's own greedy decoding of the same prompt; the reward and the
 tracker equal their definitions computed by hand and by a loop; the task's answers equal a
 recomputation."""
@@ -47,8 +48,13 @@ def test_msc_is_the_planted_minimal_prefix_under_a_scripted_model():
                                        ch.answer_Q, task_lib.ANS)
   assert p.shape == (40, 2 * TASK.max_ops + 2)
   tau = suco.adaptive_threshold(ch.difficulty_Q, TASK.max_ops, 0.6, 0.9)
-  msc = np.asarray(suco.minimal_sufficient_steps(p, tau, ch.num_steps_Q))
+  msc = np.asarray(suco.minimal_sufficient_steps(p, tau, ch.num_steps_Q, fallback="full"))
   np.testing.assert_array_equal(msc, ch.difficulty_Q)
+  # the paper's rule, thresholds from the chains' own lengths, finds the same prefixes (the
+  # scripted model is certain from the planted step on, so any threshold in (0, 1] will do)
+  delta = suco.sufficiency_threshold(suco.length_percentile(ch.cot_len_Q, ch.cot_len_Q))
+  np.testing.assert_array_equal(
+      np.asarray(suco.minimal_sufficient_steps(p, delta, ch.num_steps_Q)), ch.difficulty_Q)
   # from the planted prefix on, the greedy forced answer is the answer
   for q in range(40):
     assert np.all(np.asarray(greedy)[q, ch.difficulty_Q[q]:ch.num_steps_Q[q] + 1]
@@ -56,18 +62,55 @@ def test_msc_is_the_planted_minimal_prefix_under_a_scripted_model():
 
 
 def test_msc_equals_a_brute_force_scan_of_every_prefix():
+  """Both fallbacks against a loop over the prefixes (ties in p are planted, so the most
+  probable prefix's tie rule is exercised)."""
   rng = np.random.default_rng(1)
-  p = rng.uniform(size=(200, 9)).astype(np.float32)
+  p = np.round(rng.uniform(size=(200, 9)), 1).astype(np.float32)
   tau = rng.uniform(0.3, 1.0, size=200).astype(np.float32)
   n = rng.integers(0, 9, size=200)
-  got = np.asarray(suco.minimal_sufficient_steps(p, tau, n))
+  got = {f: np.asarray(suco.minimal_sufficient_steps(p, tau, n, fallback=f))
+         for f in ("most_probable", "full")}
+  fell_back = 0
   for b in range(200):
-    want = n[b]
+    found = None
     for j in range(n[b] + 1):
       if p[b, j] >= tau[b]:
-        want = j
+        found = j
         break
-    assert got[b] == want, b
+    best = max(range(n[b] + 1), key=lambda j, b=b: (p[b, j], -j))  # the shortest of ties
+    fell_back += found is None
+    assert got["full"][b] == (n[b] if found is None else found), b
+    assert got["most_probable"][b] == (best if found is None else found), b
+  assert 20 < fell_back < 180  # both branches ran
+
+
+def test_the_papers_threshold_on_a_hand_computed_case():
+  """Five questions whose own chains took 12, 4, 30, 4 and 9 tokens: percentile ranks
+  (how many of the five are no longer) 4/5, 2/5, 5/5, 2/5 (a tie shares the higher rank)
+  and 3/5; thresholds 0.6 + 0.3 C = 0.84, 0.72, 0.90, 0.72, 0.78. On the forced answers'
+  probabilities below, the first prefix at or above each threshold: 2 steps (0.85 >= 0.84),
+  1 (0.72 >= 0.72, equality counts), none for the third (the most probable prefix, 3 steps
+  at 0.89, is taken: the full chain would be 4), 0 (0.8 already), and for the fifth none
+  within its 2 steps (the 0.95 beyond them is ignored): its most probable, step 1 of the
+  two tied at 0.7."""
+  lengths = np.array([12, 4, 30, 4, 9])
+  c = np.asarray(suco.length_percentile(lengths, lengths))
+  np.testing.assert_allclose(c, [0.8, 0.4, 1.0, 0.4, 0.6], rtol=1e-6)
+  delta = np.asarray(suco.sufficiency_threshold(c, 0.6, 0.3))
+  np.testing.assert_allclose(delta, [0.84, 0.72, 0.90, 0.72, 0.78], rtol=1e-6)
+  p = np.array([[0.1, 0.5, 0.85, 0.9, 0.2],
+                [0.3, 0.72, 0.9, 0.9, 0.9],
+                [0.1, 0.4, 0.6, 0.89, 0.7],
+                [0.8, 0.1, 0.1, 0.1, 0.1],
+                [0.2, 0.7, 0.7, 0.95, 0.95]], np.float32)
+  n = np.array([4, 4, 4, 4, 2])
+  np.testing.assert_array_equal(np.asarray(suco.minimal_sufficient_steps(p, delta, n)),
+                                [2, 1, 3, 0, 1])
+  np.testing.assert_array_equal(
+      np.asarray(suco.minimal_sufficient_steps(p, delta, n, fallback="full")), [2, 1, 4, 0, 2])
+  # a length ranked in another pool: 9 is no shorter than 3 of the 5
+  np.testing.assert_allclose(np.asarray(suco.length_percentile(np.array([9.0, 0.0, 31.0]),
+                                                               lengths)), [0.6, 0.0, 1.0])
 
 
 def test_prefix_rows_are_the_prompt_the_first_steps_and_the_marker():
@@ -162,6 +205,15 @@ def test_task_answers_and_training_rows():
 
 
 def test_bad_input_raises_clear_errors():
+  with pytest.raises(ValueError, match="delta0"):
+    suco.sufficiency_threshold(np.array([0.2, 0.5]), 0.8, 0.3)  # 1.1 at C = 1
+  with pytest.raises(ValueError, match="complexity_B"):
+    suco.sufficiency_threshold(np.array([0.2, 1.5]))
+  with pytest.raises(ValueError, match="pool_N"):
+    suco.length_percentile(np.array([3.0]), np.array([1.0, -2.0]))
+  with pytest.raises(ValueError, match="fallback"):
+    suco.minimal_sufficient_steps(np.zeros((2, 3)), np.array([0.5, 0.5]), np.array([2, 2]),
+                                  fallback="longest")
   with pytest.raises(ValueError, match="lo"):
     suco.adaptive_threshold(np.array([1, 2]), 4, 0.0, 0.9)
   with pytest.raises(ValueError, match="lo"):

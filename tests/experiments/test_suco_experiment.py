@@ -1,6 +1,6 @@
-"""SuCo experiment: the checks of the tiny run end to end (every model, MSC, truncation at
-its budget, the cached base; the notebook's run), the claims on hand-made metrics, bad
-config."""
+"""SuCo experiment: the checks of the tiny run end to end (every model, MSC at the paper's
+threshold and at the true-level ablation's, truncation at its budget, the cached base; the
+notebook's run), the claims and the ablation's reading on hand-made metrics, bad config."""
 
 import os
 
@@ -26,12 +26,17 @@ def check_tiny_run(config, m, workdir, again):
   # the truncated base never thinks past its budget (MFT's mean length, rounded)
   assert m["truncated_tokens"] <= m["truncation_budget"] + 1e-9
   for lv in config.train_levels:
-    assert 0 <= m[f"msc_steps_L{lv}"] <= 2 * lv + 1  # within the question's chain
-    assert 0 <= m[f"msc_agree_L{lv}"] <= 1
+    for pre in ("", experiment.ORACLE):  # the paper's threshold and the true-level ablation
+      assert 0 <= m[f"{pre}msc_steps_L{lv}"] <= 2 * lv + 1  # within the question's chain
+      assert 0 <= m[f"{pre}msc_agree_L{lv}"] <= 1 and 0 <= m[f"{pre}msc_fallback_L{lv}"] <= 1
+    assert 0 < m[f"complexity_L{lv}"] <= 1  # a percentile rank among the MSC questions
+  assert m["oracle_level_truncated_tokens"] <= m["oracle_level_truncation_budget"] + 1e-9
+  assert -1 <= m["complexity_level_rank_corr"] <= 1
   assert os.path.isfile(workdir / "levels.png")
   ids = [c.id for c in experiment.claims(config, m)]
   assert ids == ["msc_grows", "mft_shortens", "sapo_shortens", "heldout_holds",
                  "beats_truncation"]
+  assert [c.id for c in experiment.ablation_claims(config, m)] == ids
   # registry.CHECKPOINTED: the rerun restored every seed's base model from its orbax
   # checkpoint and ended with the same metrics, bit for bit
   assert again.pop("base_restored") == 1.0 and m.pop("base_restored") == 0.0
@@ -97,9 +102,31 @@ def test_claims_on_hand_made_metrics():
       "mft_shortens"].holds
 
 
+def test_the_ablation_is_read_under_the_same_rules_and_counts_nothing():
+  """``ablation_claims`` reads the ``oracle_level_`` metrics in place of the paper's rule's
+  (the base, its control and the seeds shared); ``claims`` never reads them."""
+  config = registry.load_config("suco", "quick")
+  m = _metrics()
+  m.update({"complexity_level_rank_corr": 0.8, **{f"msc_fallback_L{lv}": 0.1 for lv in
+                                                   (1, 2, 3, 4)}})
+  assert experiment.ablation_claims(config, m) == []  # a run without the ablation
+  bad = _metrics(acc_gap=-0.05, tokens=9.0, steps=(1.0, 2.0, 2.0, 4.0), trunc_gap=0.05)
+  oracle = {experiment.ORACLE + k: v for k, v in bad.items()
+            if k.startswith(("msc_", "mft_", "sapo_", "gap_", "trunc"))}
+  with_ablation = {**m, **oracle}
+  paper = {c.id: c for c in experiment.claims(config, with_ablation)}
+  assert paper == {c.id: c for c in experiment.claims(config, m)}  # the ablation decides nothing
+  assert all(c.holds for c in paper.values())
+  assert "0.6 + 0.3 C" in paper["msc_grows"].ours and "Spearman 0.80" in paper["msc_grows"].ours
+  ablation = {c.id: c for c in experiment.ablation_claims(config, with_ablation)}
+  assert list(ablation) == list(paper) and not any(c.holds for c in ablation.values())
+  assert "true level (0.6 to 0.9)" in ablation["msc_grows"].ours
+
+
 def test_bad_config():
   for key, value, match in (("train_levels", (0, 2), "train_levels"),
-                            ("eval_levels", (1, 9), "eval_levels"), ("tau_lo", 0.95, "tau")):
+                            ("eval_levels", (1, 9), "eval_levels"), ("tau_lo", 0.95, "tau"),
+                            ("alpha", 0.5, "delta0")):
     config = registry.load_config("suco", "tiny")
     with config.unlocked():
       setattr(config, key, value)
