@@ -103,6 +103,35 @@ def test_each_mended_finding_stays_mended(slug, name, what):
   assert fuzzing.verdict(ex, slug, args, fuzzing.base_output(ex, args), m) is None
 
 
+def _simulator_examples():
+  """The serving simulators' entry points (issue 68): host-side loops over a whole trace,
+  not registered examples (the common test jits and vmaps those), fuzzed here alike."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from reprojax.algorithms.tail_sched import engine, reference  # pylint: disable=g-import-not-at-top
+
+  def args(key):
+    del key  # one fixed trace: 7 requests, a latency model of four scalars
+    return (np.cumsum(np.full(7, 0.3)), np.arange(3, 10), np.arange(1, 8) % 4 + 1,
+            reference.LatencyModel(*np.asarray([0.01, 1e-4, 1e-6, 1e-4])))
+  policy, server = reference.Policy("fcfs"), reference.Server(4, 32, 40, 4)
+
+  def engine_simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, latency):
+    return engine.simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server,
+                           latency, capacity=8, views=())
+
+  def simulate_reference(arrival_s_R, prompt_tokens_R, output_tokens_R, latency):
+    return reference.simulate_reference(arrival_s_R, prompt_tokens_R, output_tokens_R, policy,
+                                        server, latency)
+  ranges = {0: (0.0, None), 1: (1.0, None), 2: (1.0, None), 3: (0.0, None), 4: (0.0, None),
+            5: (0.0, None), 6: (0.0, None)}
+  return [Example(name, fn, args, jittable=False, vmappable=False, ranges=ranges)
+          for name, fn in (("engine.simulate", engine_simulate),
+                           ("reference.simulate_reference", simulate_reference))]
+
+@pytest.mark.parametrize("ex", _simulator_examples(), ids=lambda e: e.name)
+def test_the_serving_simulators_entry_points(ex):
+  _fuzz("tail_sched", ex, DRAWS)
+
 def _mean(x_N):
   """A planted function, validated like ours except that it lets an empty input through
   (its mean is NaN)."""

@@ -46,12 +46,14 @@ import numpy as np
 
 from reprojax.algorithms.tail_sched import _distribution
 from reprojax.algorithms.tail_sched import _priority
+from reprojax.algorithms.tail_sched import reference
 from reprojax.algorithms.tail_sched.reference import LatencyModel
 from reprojax.algorithms.tail_sched.reference import POLICIES
 from reprojax.algorithms.tail_sched.reference import Server
 
 _INF = jnp.inf
 _ATTAINED = POLICIES.index("gamma_boost_attained")
+_HISTOGRAM_POLICIES = ("gamma_boost_attained",)
 
 
 class PolicyParams(NamedTuple):
@@ -515,9 +517,23 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
   Same arguments and rules as :func:`.reference.simulate_reference`; ``capacity`` is the
   scheduler's window, ``views`` the sizes of its first slots that a trip runs on alone
   when they hold every request (see the module docstring; the schedule is the same).
+
+  Raises:
+    ValueError: as :func:`.reference.simulate_reference` (``reference.check_trace``: token
+      counts of the arrivals' length, whole and >= 1; arrivals sorted, finite, >= 0;
+      latency constants finite and >= 0; every request's cache within ``kv_blocks``), and
+      for a ``capacity``, ``max_iterations`` or ``views`` that is not a positive integer.
   """
+  arrival_s_R, prompt_tokens_R, output_tokens_R = reference.check_trace(
+      arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server, latency)
+  predicted_tokens_R = reference.check_predicted(predicted_tokens_R, output_tokens_R)
+  for name, v in (("capacity", capacity), ("max_iterations", max_iterations)):
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+      raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
   views = check_views(views)
   index = policy_index(policy.name)  # a ValueError naming the policies
+  if policy.name in _HISTOGRAM_POLICIES and len(policy.hist_edges) < 2:
+    raise ValueError(f"policy {policy.name} needs hist_edges")
   edges = np.asarray(policy.hist_edges if len(policy.hist_edges) else (0.0, 1.0), np.float64)
   prior = np.asarray(policy.hist_prior if len(policy.hist_prior) else np.zeros(edges.size - 1),
                      np.float64)
@@ -525,8 +541,7 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
     a = jnp.asarray(arrival_s_R, jnp.float64)
     pr = jnp.asarray(prompt_tokens_R, jnp.int32)
     out = jnp.asarray(output_tokens_R, jnp.int32)
-    pred = jnp.asarray(output_tokens_R if predicted_tokens_R is None else predicted_tokens_R,
-                       jnp.float64)
+    pred = jnp.asarray(predicted_tokens_R, jnp.float64)
     params = PolicyParams(*(jnp.asarray(v, jnp.float64) for v in (
         policy.gamma, policy.sec_per_token, policy.quantum, policy.prefill_weight)),
         jnp.asarray(edges), jnp.asarray(prior), jnp.int32(index))

@@ -103,6 +103,84 @@ def _blocks(tokens, block_size):
   return -(-np.asarray(tokens) // block_size)
 
 
+def _tokens(name, x, n):
+  """Token counts as int64, or a ValueError: 1-D of length ``n``, whole numbers >= 1."""
+  try:
+    f = np.asarray(x, np.float64)
+  except (TypeError, ValueError):
+    raise ValueError(f"{name} must be an array of token counts, got {type(x).__name__}") from None
+  if f.shape != (n,):
+    raise ValueError(f"{name} must be 1-D of the length of arrival_s_R ({n}), got shape "
+                     f"{f.shape}")
+  if not np.all(np.isfinite(f)) or np.any(f != np.round(f)) or np.any(f < 1):
+    raise ValueError(f"{name} must hold whole numbers >= 1, got min {np.min(f)}"
+                     + ("" if np.all(f == np.round(f)) else " and a fraction"))
+  if np.max(f) > np.iinfo(np.int32).max // 4:
+    raise ValueError(f"{name} must be below 2**29 tokens, got {np.max(f)}")
+  return f.astype(np.int64)
+
+
+def check_trace(arrival_s_R, prompt_tokens_R, output_tokens_R, policy: Policy, server: Server,
+                latency: LatencyModel):
+  """The checks both simulators make before they run: ``(arrival, prompt, output)`` as
+  float64, int64, int64 numpy arrays, or a ``ValueError`` naming the argument.
+
+  Arrivals: 1-D, non-empty, finite, >= 0, non-decreasing. Token counts: of the arrivals'
+  length, whole numbers >= 1. ``policy.name`` one of :data:`POLICIES` with a finite
+  ``sec_per_token`` > 0 and gamma > 0; the server's limits integers >= 1 and every
+  request's final KV cache within ``kv_blocks``; the latency constants finite and >= 0
+  (``c_iter`` > 0: an iteration takes time).
+  """
+  try:
+    a = np.asarray(arrival_s_R, np.float64)
+  except (TypeError, ValueError):
+    raise ValueError(f"arrival_s_R must be an array of seconds, got "
+                     f"{type(arrival_s_R).__name__}") from None
+  if a.ndim != 1 or a.size == 0:
+    raise ValueError(f"arrival_s_R must be 1-D and non-empty, got shape {a.shape}")
+  if not np.all(np.isfinite(a)) or a[0] < 0 or np.any(np.diff(a) < 0):
+    raise ValueError("arrival_s_R must be finite, >= 0 and non-decreasing")
+  p_tok = _tokens("prompt_tokens_R", prompt_tokens_R, a.size)
+  d_tok = _tokens("output_tokens_R", output_tokens_R, a.size)
+  if not isinstance(policy, Policy) or policy.name not in POLICIES:
+    raise ValueError(f"policy.name must be one of {POLICIES}, got "
+                     f"{getattr(policy, 'name', policy)!r}")
+  if not (math.isfinite(policy.sec_per_token) and policy.sec_per_token > 0):
+    raise ValueError(f"policy.sec_per_token must be finite and > 0, got {policy.sec_per_token}")
+  if not policy.gamma > 0:
+    raise ValueError(f"policy.gamma must be > 0 (inf for FCFS), got {policy.gamma}")
+  if not isinstance(server, Server) or any(
+      not isinstance(v, (int, np.integer)) or v < 1 for v in server[:4]):
+    raise ValueError(f"server limits (max_batch, token_budget, kv_blocks, block_size) must be "
+                     f"integers >= 1, got {server}")
+  if not isinstance(latency, LatencyModel):
+    raise ValueError(f"latency must be a LatencyModel, got {type(latency).__name__}")
+  for name, v in latency._asdict().items():
+    v = np.asarray(v, np.float64) if np.ndim(v) == 0 else None
+    if v is None or not np.isfinite(v) or v < 0 or (name == "c_iter" and v == 0):
+      raise ValueError(f"latency.{name} must be a finite number >= 0 (c_iter > 0), got "
+                       f"{getattr(latency, name)}")
+  need = _blocks(p_tok + d_tok, server.block_size)
+  if need.max() > server.kv_blocks:
+    raise ValueError(f"request {int(need.argmax())} needs {int(need.max())} KV blocks at its "
+                     f"end, more than kv_blocks={server.kv_blocks}")
+  return a, p_tok, d_tok
+
+
+def check_predicted(predicted_tokens_R, output_tokens_R) -> np.ndarray:
+  """SJF's predicted lengths as float64 (the true ones where ``None``), or a ValueError."""
+  if predicted_tokens_R is None:
+    return np.asarray(output_tokens_R, np.float64)
+  try:
+    p = np.asarray(predicted_tokens_R, np.float64)
+  except (TypeError, ValueError):
+    raise ValueError("predicted_tokens_R must be an array of token counts") from None
+  if p.shape != np.shape(output_tokens_R) or not np.all(np.isfinite(p)) or np.any(p < 0):
+    raise ValueError(f"predicted_tokens_R must be finite, >= 0 and of shape "
+                     f"{np.shape(output_tokens_R)}, got shape {p.shape}")
+  return p
+
+
 def _log_mgf_remaining(edges, counts, attained, gamma):
   mids = 0.5 * (edges[1:] + edges[:-1])
   out = np.empty(len(attained))
@@ -155,27 +233,11 @@ def simulate_reference(arrival_s_R, prompt_tokens_R, output_tokens_R, policy: Po
   Raises:
     ValueError: bad input, or a request whose prompt alone exceeds the KV capacity.
   """
-  a = np.asarray(arrival_s_R, np.float64)
-  p_tok = np.asarray(prompt_tokens_R, np.int64)
-  d_tok = np.asarray(output_tokens_R, np.int64)
+  a, p_tok, d_tok = check_trace(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server,
+                               latency)
   n = a.size
-  if a.ndim != 1 or p_tok.shape != (n,) or d_tok.shape != (n,) or n == 0:
-    raise ValueError(f"arrival_s_R, prompt_tokens_R, output_tokens_R must be 1-D of one "
-                     f"non-zero length, got {a.shape}, {p_tok.shape}, {d_tok.shape}")
-  if not np.all(np.isfinite(a)) or np.any(np.diff(a) < 0) or a[0] < 0:
-    raise ValueError("arrival_s_R must be finite, >= 0 and non-decreasing")
-  if p_tok.min() < 1 or d_tok.min() < 1:
-    raise ValueError("prompt_tokens_R and output_tokens_R must be >= 1")
-  if policy.name not in POLICIES:
-    raise ValueError(f"policy.name must be one of {POLICIES}, got {policy.name!r}")
   if policy.name == "sjf" and predicted_tokens_R is None:
     raise ValueError("policy sjf needs predicted_tokens_R")
-  if min(server.max_batch, server.token_budget, server.kv_blocks, server.block_size) < 1:
-    raise ValueError(f"server limits must be >= 1, got {server}")
-  need = _blocks(p_tok + d_tok, server.block_size)
-  if need.max() > server.kv_blocks:
-    raise ValueError(f"request {int(need.argmax())} needs {int(need.max())} KV blocks at its "
-                     f"end, more than kv_blocks={server.kv_blocks}")
   predicted = (np.asarray(predicted_tokens_R, np.float64) if predicted_tokens_R is not None
                else d_tok.astype(np.float64))
   edges = np.asarray(policy.hist_edges, np.float64)

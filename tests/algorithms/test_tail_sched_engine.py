@@ -160,3 +160,23 @@ def test_views_of_the_window_give_the_same_schedule():
   _assert_same_schedule(got, want, "views")
   with pytest.raises(ValueError, match="views"):
     eng.simulate(arrival, prompt, output, policy, server, latency, capacity=48, views=(0,))
+
+
+@pytest.mark.parametrize("simulate", [eng.simulate, ref.simulate_reference],
+                         ids=["engine", "reference"])
+def test_inputs_it_cannot_simulate_raise_naming_the_argument(simulate):
+  """Issue 68's four inputs, each of which the engine once ran to ``finished = 10``."""
+  rng = np.random.default_rng(0)
+  arrival, prompt, output = np.sort(rng.uniform(0, 5, 10)), np.full(10, 8), np.full(10, 4)
+  policy, server = ref.Policy("fcfs"), ref.Server(4, 64, 100, 4)
+  cases = [
+      ("output_tokens_R", (arrival, prompt, output[:7], policy, server, UNIT)),
+      ("arrival_s_R", (arrival[::-1], prompt, output, policy, server, UNIT)),
+      ("prompt_tokens_R", (arrival, np.zeros(10, int), output, policy, server, UNIT)),
+      ("c_prefill", (arrival, prompt, output, policy, server, UNIT._replace(c_prefill=-1e-4))),
+      ("prompt_tokens_R", (arrival, prompt + 0.5, output, policy, server, UNIT)),
+      ("sec_per_token", (arrival, prompt, output, policy._replace(sec_per_token=-1.0), server,
+                         UNIT))]
+  for name, args in cases:
+    with pytest.raises(ValueError, match=name):
+      simulate(*args)
