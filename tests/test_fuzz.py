@@ -128,9 +128,11 @@ def _simulator_examples():
           for name, fn in (("engine.simulate", engine_simulate),
                            ("reference.simulate_reference", simulate_reference))]
 
+
 @pytest.mark.parametrize("ex", _simulator_examples(), ids=lambda e: e.name)
 def test_the_serving_simulators_entry_points(ex):
   _fuzz("tail_sched", ex, DRAWS)
+
 
 def _mean(x_N):
   """A planted function, validated like ours except that it lets an empty input through
