@@ -468,9 +468,15 @@ def ablation_claims(config: ml_collections.ConfigDict, metrics: Mapping[str, flo
   return claims(config, oracle_view(metrics))
 
 
+ACC_MARGIN = 0.02
+""""Equal or better accuracy" as a non-inferiority test with a stated margin: the paired
+accuracy gap (method minus base) minus 2 s.e. over seeds at or above -0.02 (2 points, below
+the +2.7 the paper reports), so that a wide s.e. does not pass as "equal"."""
+
+
 def _acc_ok(m, a, b, suffix=""):
   g, se = m[f"gap_acc_{a}_vs_{b}{suffix}"], m[f"gap_acc_{a}_vs_{b}{suffix}_se"]
-  return g >= -2 * se - 1e-9, g, se
+  return results.non_inferior(g, se, ACC_MARGIN).holds, g, se
 
 
 
@@ -486,11 +492,12 @@ def _ratio_se(m, a: str, suffix: str, ratio: float) -> float:
 
 
 def _shorten_parts(m, a: str, suffix: str, ratio: float, seeds: int):
-  """The two parts of "shorter at equal accuracy": the accuracy gap against zero and the
-  thinking tokens against ``ratio`` times the base's."""
-  ok, g, se = _acc_ok(m, a, "base", suffix)
+  """The two parts of "shorter at equal accuracy": the accuracy gap's non-inferiority within
+  :data:`ACC_MARGIN` and the thinking tokens against ``ratio`` times the base's."""
+  _, g, se = _acc_ok(m, a, "base", suffix)
   t, bound = m[f"{a}_tokens{suffix}"], ratio * m[f"base_tokens{suffix}"]
-  return [margin_part(g, 0.0, se, bool(ok), seeds),
+  return [tuple(results.non_inferior(g, se, ACC_MARGIN)) if seeds > 1 else
+          (results.non_inferior(g, se, ACC_MARGIN).holds, None),
           margin_part(t, bound, _ratio_se(m, a, suffix, ratio), bool(t <= bound), seeds,
                 higher_passes=False)]
 
@@ -504,29 +511,31 @@ CLAIMS = results.declare(
         rule="the mean MSC steps (over questions and seeds) rise strictly from each training "
              "level to the next (every adjacent difference above 0, no s.e. asked)"),
     results.Declared(
-        id="mft_shortens", kind="paper",
+        id="mft_shortens_noninferior", kind="paper",
         statement="MFT cuts thinking tokens substantially at equal or better accuracy",
         paper="7B model: mean length 5239 -> 1267 tokens, +2.7 accuracy points (MFT + SAPO)",
         rule="on the training levels: MFT's mean thinking tokens at most config.shorten_ratio "
              "(0.7 in the quick config) times the base model's, and the paired per-seed "
-             "accuracy difference (MFT minus base) not below -2 s.e. over seeds"),
+             "accuracy difference (MFT minus base) non-inferior within 0.02: its mean minus 2 "
+             "s.e. over seeds at or above -0.02"),
     results.Declared(
-        id="sapo_shortens", kind="paper",
+        id="sapo_shortens_noninferior", kind="paper",
         statement="SAPO cuts thinking tokens substantially at equal or better accuracy",
         paper="7B model: mean length 5239 -> 1267 tokens, +2.7 accuracy points (MFT + SAPO)",
         rule="on the training levels: SAPO's mean thinking tokens at most "
              "config.shorten_ratio (0.7 in the quick config) times the base model's, and the "
-             "paired per-seed accuracy difference (SAPO minus base) not below -2 s.e. over "
-             "seeds"),
+             "paired per-seed accuracy difference (SAPO minus base) non-inferior within 0.02: "
+             "its mean minus 2 s.e. over seeds at or above -0.02"),
     results.Declared(
-        id="heldout_holds", kind="paper",
+        id="heldout_holds_noninferior", kind="paper",
         statement="on harder held-out levels too, thinking tokens fall substantially at equal "
         "or better accuracy",
         paper="improvements across difficulty levels",
         rule="on every level of config.eval_levels not in config.train_levels, for MFT and "
              "for SAPO: mean thinking tokens at most config.shorten_ratio (0.7 in the quick "
              "config) times the base model's on that level, and the paired per-seed accuracy "
-             "difference (method minus base) on that level not below -2 s.e. over seeds"),
+             "difference (method minus base) on that level non-inferior within 0.02: its mean "
+             "minus 2 s.e. over seeds at or above -0.02"),
     results.Declared(
         id="beats_truncation", kind="paper",
         statement="at the same mean length SAPO beats a fixed thinking budget",
@@ -536,7 +545,16 @@ CLAIMS = results.declare(
              "over seeds"),
 )
 """Every claim :func:`claims` can produce, in its order (every committed config holds out
-a level, so each measures ``heldout_holds``)."""
+a level, so each measures ``heldout_holds_noninferior``)."""
+
+RETIRED = tuple(
+    results.Retired(
+        cid, last, "HEAD",
+        "'equal or better accuracy' read as accuracy not below the base's by more than 2 s.e., "
+        "which a wide s.e. passes (s.e. up to 0.09 on the held-out level); decided now as "
+        f"non-inferiority within 0.02 ({cid}_noninferior)")
+    for cid, last in (("mft_shortens", True), ("sapo_shortens", True),
+                      ("heldout_holds", False)))
 
 
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
@@ -546,11 +564,12 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   ``msc_grows`` (paper): the mean MSC steps rise with difficulty across the training levels
   (the MSC at the paper's threshold, from the model's own chain lengths; the true-level
   ablation's metrics, ``oracle_level_*``, decide nothing here: :func:`ablation_claims`);
-  ``mft_shortens`` and ``sapo_shortens`` (paper): on the training levels the thinking
-  tokens fall to at most ``shorten_ratio`` of the base model's, with accuracy not below the
-  base's by more than 2 s.e. of the paired difference (the text adds the control: the base
-  trained as many more steps); ``heldout_holds`` (paper): the same on each held-out harder
-  level, for MFT and SAPO;
+  ``mft_shortens_noninferior`` and ``sapo_shortens_noninferior`` (paper): on the training
+  levels the thinking tokens fall to at most ``shorten_ratio`` of the base model's, with
+  accuracy non-inferior to the base's within :data:`ACC_MARGIN` (the paired gap minus 2 s.e.
+  at or above -0.02; the text adds the control: the base trained as many more steps);
+  ``heldout_holds_noninferior`` (paper): the same on each held-out harder level, for MFT
+  and SAPO (the ``RETIRED`` ids asked only that accuracy not fall by more than 2 s.e.);
   ``beats_truncation`` (paper): at the truncated base's budget (MFT's mean length) SAPO's
   accuracy is above the truncated base's by more than 2 s.e.
 
@@ -596,7 +615,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   for a in ("mft", "sapo"):
     ok, g, se = _acc_ok(m, a, "base")
     short = m[f"{a}_tokens"] <= ratio * m["base_tokens"]
-    out.append(CLAIMS[f"{a}_shortens"].claim(
+    out.append(CLAIMS[f"{a}_shortens_noninferior"].claim(
         ours=(f"tokens {m['base_tokens']:.1f} -> {m[f'{a}_tokens']:.1f} (threshold "
               f"{ratio:g}x); accuracy {m['base_acc']:.3f} -> {m[f'{a}_acc']:.3f} "
               f"({g:+.3f} +- {se:.3f}); the base trained as many more steps on its own "
@@ -604,8 +623,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
         holds=bool(ok and short),
         evidence=results.Evidence(
             seeds=seeds, margin_se=conjunction_margin(_shorten_parts(m, a, "", ratio, seeds)),
-            note=(f"equal accuracy by the 2-s.e. rule at s.e. {se:.3g}: a drop of "
-                  f"{2 * se:.3g} would pass; the base trained as many more steps reaches "
+            note=(f"equal accuracy as non-inferiority within {ACC_MARGIN:g} at s.e. "
+                  f"{se:.3g}; the base trained as many more steps reaches "
                   f"{m['base_more_acc']:.3f}"))))
   held = [x for x in config.eval_levels if x not in lv]
   if held:
@@ -619,7 +638,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
         parts.append(f"L{x} {a}: {m[f'{a}_acc_L{x}']:.3f} vs base {m[f'base_acc_L{x}']:.3f} "
                      f"({g:+.3f} +- {se:.3f}), tokens {m[f'{a}_tokens_L{x}']:.1f} vs "
                      f"{m[f'base_tokens_L{x}']:.1f}")
-    out.append(CLAIMS["heldout_holds"].claim(
+    out.append(CLAIMS["heldout_holds_noninferior"].claim(
         ours="; ".join(parts) + f" (chance {1 / int(config.modulus):.2f})",
         holds=bool(ok_all),
         evidence=results.Evidence(
