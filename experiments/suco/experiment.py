@@ -549,7 +549,7 @@ a level, so each measures ``heldout_holds_noninferior``)."""
 
 RETIRED = tuple(
     results.Retired(
-        cid, last, "HEAD",
+        cid, last, "b843e1d",
         "'equal or better accuracy' read as accuracy not below the base's by more than 2 s.e., "
         "which a wide s.e. passes (s.e. up to 0.09 on the held-out level); decided now as "
         f"non-inferiority within 0.02 ({cid}_noninferior)")
