@@ -565,9 +565,10 @@ def _generated_program(config_json: str):
   """``(ae_params, base, tuned, wm_params, mu, sd, message, key, train_w, eval_w)``: both
   generators sampled from the same noise, decoded by the plain ``D``; the tuned generator's
   images read after each edit (bit accuracy, TPR), the base's flag rate and bit accuracy
-  against ``m*``, the PSNR between the two generators' images, and the tuned samples'
+  against ``m*``, the PSNR between the two generators' images, the tuned samples'
   :func:`nearest_distance_ratio` to the standardised watermarked training latents
-  ``train_w`` (held-out: ``eval_w``)."""
+  ``train_w`` (held-out: ``eval_w``), and the teacher's bit accuracy and flag rate on
+  ``eval_w`` decoded (the target's own detection, no edit)."""
   config = _config(config_json)
   nets = Nets(config)
   fpr = float(config.fpr)
@@ -587,6 +588,13 @@ def _generated_program(config_json: str):
     logits = nets.extract(wm_params, images[0])
     res["base_acc"] = jnp.mean(distseal.bit_accuracy(logits, m))
     res["base_flagged"] = jnp.mean(distseal.detect(logits, m, fpr)[1])
+    # the target's own detection: the held-out watermarked latents decoded and read (what a
+    # generator sampling the watermarked latents' distribution exactly would reach)
+    target = nets.decode(ae_params, (eval_w * sd + mu).reshape((-1,) + shape[1:]))
+    m_t = jnp.broadcast_to(message, (target.shape[0], message.shape[-1]))
+    logits = nets.extract(wm_params, target)
+    res["teacher_acc"] = jnp.mean(distseal.bit_accuracy(logits, m_t))
+    res["teacher_tpr"] = jnp.mean(distseal.detect(logits, m_t, fpr)[1])
     return res
 
   return jax.jit(program)
@@ -841,7 +849,8 @@ def _recipe_text(config, m: Mapping[str, float]) -> str:
   return (f"; the authors' recipe (AdamW {float(config.gen_finetune_learning_rate):g}, the "
           f"EMA sampled), {int(config.gen_finetune_steps):,} steps at batch "
           f"{int(config.batch_size)}; samples' nearest-training-latent distance "
-          f"{m['generator_nn_ratio']:.2f}x held-out data's")
+          f"{m['generator_nn_ratio']:.2f}x held-out data's; the watermarked latents "
+          f"themselves, decoded, TPR {m['generator_teacher_tpr']:.3f}")
 
 
 def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
