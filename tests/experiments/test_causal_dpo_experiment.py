@@ -199,3 +199,61 @@ def test_paper_arms_train_on_one_negative_and_the_extension_on_all():
     assert v.beta_scale == (config.alt_beta / config.beta if v.name.startswith("b_") else 1.0)
   rows = experiment.replica_args(config, vs)
   assert rows["negatives_mask_K"][[v.name for v in vs].index("dpo")].tolist() == [1, 0, 0, 0]
+
+
+def _public_fixture():
+  import json
+  import pathlib
+  path = (pathlib.Path(__file__).resolve().parents[2] / "experiments" / "causal_dpo"
+          / "public_code_fixture.json")
+  return json.loads(path.read_text())
+
+
+def test_what_the_released_trainer_computes():
+  """The README's account of the public code, read off the released trainer's own
+  functions run on small batches (``experiments/causal_dpo/public_code_fixture.py``)."""
+  fx = _public_fixture()
+  g = fx["group_by_env"]
+  # group_by_env: (B, 1, 1) weights times (B, L) broadcast to (B, B, L); summing axis 0
+  # and dividing by the weights' sum gives back the batch, so every environment's
+  # "pseudo-example" is the whole batch (no environment is formed) ...
+  assert fx["group_by_env_broadcast_shape"] == [g["batch"], g["batch"], g["length"]]
+  # ... except that float32 rounding and the .long() cast move token ids down by one
+  # and turn attention-mask ones into 0.99999994, which the forward pass drops.
+  assert g["max_abs_id_change"] == 1.0 and 0.1 < g["ids_changed"] / g["ids_total"] < 0.5
+  assert g["mask_entries_flipped"] > 0
+  cl = fx["compute_loss"]
+  # With the grouping's exact value, both environment passes are the batch's pairwise DPO
+  # loss and the MMD between the two identical sets is 0 ...
+  assert cl["total_exact_grouping"] == pytest.approx(cl["plain_pairwise_dpo"], rel=1e-6)
+  assert cl["mmd_exact_grouping"] == 0.0 and fx["mmd_equal_sets"] == 0.0
+  assert fx["mmd_different_sets"] > 0.01  # the MMD itself is not always 0
+  # ... and the rounding is all that makes the released loss and MMD differ from that.
+  assert cl["total"] != cl["plain_pairwise_dpo"] and cl["mmd"] > 0
+  # The clustering features: position 0 of a causal decoder sees the first token only.
+  assert fx["position0_feature_spread_same_first_token"] == 0.0
+  assert fx["position0_feature_spread_different_first_tokens"] > 0.1
+  assert cl["cluster_prob_spread"] == 0.0  # so every example gets the same memberships
+  # The sequence log-probability counts every position (prompt labels -100 are set to 0
+  # before the mask is taken), not only the response's.
+  pos = fx["batch_logps_positions_counted"]
+  assert round(pos["counted"]) == pos["sequence_positions"] != pos["response_positions"]
+  # beta: the trainer's own default (0.1) is what dpo_loss uses; causal_dpo.py passes no
+  # beta to it (DPOConfig's beta, causal_dpo.sh's 1, is never read by this trainer).
+  assert fx["trainer_defaults"]["beta"] == 0.1
+  assert "beta" not in fx["causal_dpo_py_trainer_keywords"]
+  assert fx["trainer_defaults"]["max_prompt_length"] == 128
+
+
+def test_released_pairwise_loss_is_our_dpo_loss_on_clamped_log_ratios():
+  """With one rejected response per row the released dpo_loss is DPO's sigmoid loss (on
+  log-ratios clamped to [-10, 10]): our dpo_loss on the same clamped ratios."""
+  d = _public_fixture()["dpo_loss"]
+  lw = np.clip(np.subtract(d["pc"], d["rc"]), -10, 10)
+  ll = np.clip(np.subtract(d["pr"], d["rr"]), -10, 10)
+  assert np.mean(np.abs(np.subtract(d["pc"], d["rc"])) > 10) > 0.1  # the clamp is exercised
+  zeros = np.zeros_like(lw)
+  ours = causal_dpo.dpo_loss(jnp.asarray(lw, jnp.float32), jnp.asarray(ll, jnp.float32),
+                             jnp.asarray(zeros, jnp.float32), jnp.asarray(zeros, jnp.float32),
+                             beta=d["beta"])
+  np.testing.assert_allclose(np.asarray(ours), d["losses"], rtol=1e-5, atol=1e-6)

@@ -2,10 +2,11 @@ r"""CausalDPO at full scale: the synthetic world enlarged, twenty seeds.
 
     python -m reprojax.experiments.causal_dpo.main --config=experiments/causal_dpo/configs/full.py --workdir=/tmp/causal_dpo_full
 
-Hardware and time: one GPU or TPU host; on 2 CPU cores about 2 h (an estimate, not
-measured: the quick run's 28 ms per preference step of 80 replicas scaled by the work
-per step, 20x per replica at batch 256, 1,000 items and width 64, and 4x the replicas,
-gives about 2.2 s a step, so 1.9 h for 3,000 steps, plus about 10 min of SFT). The paper's own scale
+Hardware and time: one GPU or TPU host; on 2 CPU cores about 3.5 h (an estimate, not
+measured: before issue 66 the quick run took 28 ms per preference step of 80 replicas; its
+135 replicas now (27 variants) should take about 47 ms; 20x the work per replica at batch
+256, 1,000 items and width 64, and 4x the replicas, gives about 3.8 s a step, so 3.2 h for
+3,000 steps, plus about 10 min of SFT). The paper's own scale
 (Llama-3.1-8B fine-tuned on MovieLens-10M, Yelp2018 and Book-Crossing) needs an
 LLM and data this suite does not ship; this config scales the synthetic world
 (1,000 items, 20,000 sessions, longer training, a finer weight grid) instead.
