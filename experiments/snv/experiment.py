@@ -60,15 +60,18 @@ _POS = (0.5, float("inf"))
 CONFIG_RANGES = {"num_tasks": (1.5, 20.5), "classes_per_task": (0.5, 10.5), "train_steps": _POS,
                  "batch_size": _POS, "learning_rate": (0.0, float("inf")),
                  "num_permutations": (2, float("inf")), "truncation": (0.0, 1.0),
-                 "shapley_chunk": _POS, "si_damping": (0.0, float("inf"))}
+                 "shapley_chunk": _POS, "si_damping": (0.0, float("inf")),
+                 "snv_a_coverage": (0.0, 1.0), "snv_a_max_new": (0.0, 1.0),
+                 "snv_a_min_share": (0.0, 1.0), "consolidation_steps": (-0.5, float("inf"))}
 
 PROTOCOLS = ("task", "class")
 STREAMS = {"digits": "split digits", "permuted_digits": "permuted digits"}
 PENALTIES = ("ewc", "si", "mas")
-FREEZERS = ("magnitude", "random", "activation", "snv")
+FREEZERS = ("magnitude", "random", "activation", "snv", "snv_a")
 METHODS = ("finetune",) + PENALTIES + FREEZERS
 BASELINES = ("finetune",) + PENALTIES + ("magnitude",)  # the buffer-free baselines SNV must beat
-MASKED = ("snv",)  # scored also by Eq. (1): each task through its own subnetwork
+MASKED = ("snv", "snv_a")  # scored also by Eq. (1): each task through its own subnetwork
+VALUED = ("snv", "snv_a")  # the methods whose neurons get Shapley values
 
 
 class Variant(NamedTuple):
@@ -83,7 +86,7 @@ class Variant(NamedTuple):
 
 def variants(config) -> list[Variant]:
   grids = {"finetune": (0.0,), "ewc": config.ewc_lambdas, "si": config.si_strengths,
-           "mas": config.mas_lambdas}
+           "mas": config.mas_lambdas, "snv_a": (config.snv_a_coverage,)}
   out = []
   for p in PROTOCOLS:
     for m in METHODS:
@@ -169,6 +172,7 @@ class Fns(NamedTuple):
   consolidate: Any
   evaluate: Any
   evaluate_masked: Any
+  consolidate_a: Any
 
 
 def make_fns(config, mesh) -> Fns:
@@ -246,12 +250,41 @@ def make_fns(config, mesh) -> Fns:
         shap_N])
     score = scores[jnp.clip(m - METHODS.index("magnitude"), 0, 3)]
     freezer = m >= METHODS.index("magnitude")
-    picked_N = snv.top_fraction(score, hyper) & freezer  # S_t (Algorithm 1: top c by score)
+    picked_N = jnp.where(
+        m == METHODS.index("snv_a"),  # SNV-A: the adaptive S_t, hyper is its coverage
+        snv.adaptive_subnetwork(shap_N, frozen_N, hyper, float(config.snv_a_max_new),
+                                float(config.snv_a_min_share)),
+        snv.top_fraction(score, hyper)) & freezer  # S_t (Algorithm 1: top c by score)
     frozen_N = frozen_N | picked_N
     head_K = jnp.where(freezer, head_K | (class_task == task), head_K)
     fill_N = pre.mean(0)  # the mean responses Eq. (1) clamps the neurons outside S_t to
     return (omega, frozen_N, head_K, trainable_masks(model, params, frozen_N, head_K), picked_N,
             fill_N)
+
+  cons_steps = int(config.consolidation_steps)
+
+  def consolidate_a_one(params, frozen_N, head_K, keep_N, fill_N, task, seed_idx, key, x_all,
+                        y_all):
+    """SNV-A's masked consolidation: ``consolidation_steps`` Adam steps (a fresh Adam) on
+    task t's own classes through S_t (``keep_N``, the others clamped to ``fill_N``); only
+    what earlier tasks left plastic moves (``frozen_N``, ``head_K`` before this task)."""
+    x, y = x_all[seed_idx, task], y_all[seed_idx, task]
+    own = class_task == task
+    masks = trainable_masks(model, params, frozen_N, head_K)
+
+    def loss_fn(p, idx):
+      logits = _masked(model.apply(p, x[idx], keep_N, fill_N), own)
+      return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y[idx]))
+
+    def body(carry, t):
+      p, s = carry
+      idx = jax.random.randint(jax.random.fold_in(key, t), (batch,), 0, x.shape[0])
+      g = jax.grad(loss_fn)(p, idx)
+      u, s = opt.update(g, s, p, trainable=masks)
+      return (optax.apply_updates(p, u), s), None
+
+    (params, _), _ = jax.lax.scan(body, (params, opt.init(params)), jnp.arange(cons_steps))
+    return params
 
   def evaluate_one(params, task, seed_idx, x_all, y_all):
     x, y = x_all[seed_idx], y_all[seed_idx]  # (T, M, D), (T, M)
@@ -289,7 +322,8 @@ def make_fns(config, mesh) -> Fns:
       shapley=vs(shapley_one, in_axes=(0,) * 5 + (None, None)),
       consolidate=vs(consolidate_one, in_axes=(0,) * 13 + (None, None, None)),
       evaluate=vs(evaluate_one, in_axes=(0, None, 0, None, None)),
-      evaluate_masked=vs(evaluate_masked_one, in_axes=(0, 0, 0, 0, None, 0, None, None)))
+      evaluate_masked=vs(evaluate_masked_one, in_axes=(0, 0, 0, 0, None, 0, None, None)),
+      consolidate_a=vs(consolidate_a_one, in_axes=(0,) * 8 + (None, None)))
 
 
 class Replicas(NamedTuple):
@@ -343,7 +377,12 @@ def run_stream(config, mesh, stream: continual.TaskStream, reps: Replicas) -> St
   head = jnp.zeros((r, k), bool)
   omega = jax.tree.map(jnp.zeros_like, params)
   anchor = params
-  snv_idx = np.flatnonzero(reps.method_R == METHODS.index("snv"))
+  snv_idx = np.flatnonzero(np.isin(reps.method_R, [METHODS.index(m) for m in VALUED]))
+  a_idx = np.flatnonzero(reps.method_R == METHODS.index("snv_a"))
+  # SNV-A is task-local (the authors' task_local): it trains and is valued on the task's
+  # own classes (its own head) in both protocols; class-IL is decided at inference (routing)
+  train_protocol = np.where(reps.method_R == METHODS.index("snv_a"), 0, reps.protocol_R
+                            ).astype(np.int32)
   acc = {f"{split}_{p}": np.zeros((r, t_num, t_num)) for split in ("test", "val")
          for p in PROTOCOLS}
   final_loss = np.zeros((r, t_num))
@@ -359,26 +398,34 @@ def run_stream(config, mesh, stream: continual.TaskStream, reps: Replicas) -> St
     params, path, losses = fns.train(params, frozen, head, anchor, omega, reps.hyper_R *
                                      np.isin(reps.method_R, [METHODS.index(m) for m in
                                                              PENALTIES]),
-                                     reps.protocol_R, task, reps.seed_R, _keys(config, 0, t, r),
+                                     train_protocol, task, reps.seed_R, _keys(config, 0, t, r),
                                      stream.x_train, stream.y_train)
     final_loss[:, t] = np.asarray(losses)[:, -max(1, int(config.train_steps) // 10):].mean(1)
     # every task is valued and frozen, the last too: Eq. (1) scores it through its S_t
     shap = np.zeros((r, n), np.float32)
     if len(snv_idx):
       sub = jax.tree.map(lambda x: x[snv_idx], params)
-      values, n_eval = fns.shapley(sub, reps.protocol_R[snv_idx], task[snv_idx],
+      values, n_eval = fns.shapley(sub, train_protocol[snv_idx], task[snv_idx],
                                    reps.seed_R[snv_idx], _keys(config, 1, t, len(snv_idx)),
                                    stream.x_val, stream.y_val)
       shap[snv_idx] = np.asarray(values)
       evals.append(np.asarray(n_eval))
       if shap_first is None:
-        shap_first = (jax.tree.map(lambda x: x[snv_idx[0]], params), int(reps.protocol_R[
+        shap_first = (jax.tree.map(lambda x: x[snv_idx[0]], params), int(train_protocol[
             snv_idx[0]]), int(reps.seed_R[snv_idx[0]]))
+    frozen_before, head_before = frozen, head
     omega, frozen, head, masks, picked, fill = fns.consolidate(
         params, anchor, path, omega, frozen, head, reps.method_R, reps.hyper_R, reps.protocol_R,
         task, reps.seed_R, shap, _keys(config, 2, t, r), stream.x_train, stream.y_train,
         stream.x_val)
     subnets[:, t], fills[:, t] = np.asarray(picked), np.asarray(fill)
+    if len(a_idx):  # SNV-A retrains task t through S_t before S_t freezes
+      take = lambda tree: jax.tree.map(lambda x: x[a_idx], tree)  # noqa: E731
+      new = fns.consolidate_a(take(params), np.asarray(frozen_before)[a_idx],
+                              np.asarray(head_before)[a_idx], subnets[a_idx, t],
+                              fills[a_idx, t], task[a_idx], reps.seed_R[a_idx],
+                              _keys(config, 3, t, len(a_idx)), stream.x_train, stream.y_train)
+      params = jax.tree.map(lambda x, y: jnp.asarray(x).at[a_idx].set(y), params, new)
     # where an entry has just frozen, remember its value: it must never change again
     reference = jax.tree.map(
         lambda ref, m, p: np.where((np.asarray(m) == 0) & np.isnan(ref), np.asarray(p), ref),
@@ -445,9 +492,9 @@ class Arm(NamedTuple):
 
 
 def arms(reps: Replicas, st: Stream, protocol: str) -> dict[str, list[Arm]]:
-  """Each method's grid points in ``protocol``: the dense arms from ``st.acc``; ``snv_alg1``,
-  Algorithm 1 as written (SNV's replicas scored by Eq. (1), concatenated-logit routing in
-  class-IL), from ``st.acc_masked``."""
+  """Each method's grid points in ``protocol``: the dense arms from ``st.acc``; from
+  ``st.acc_masked`` (Eq. (1)), ``snv_alg1``, Algorithm 1 as written (SNV's replicas,
+  concatenated-logit routing in class-IL), and ``snv_a`` (max-probability routing)."""
   s = int(np.max(reps.seed_R)) + 1
   out: dict[str, list[Arm]] = {}
 
@@ -460,8 +507,9 @@ def arms(reps: Replicas, st: Stream, protocol: str) -> dict[str, list[Arm]]:
     if v.protocol != protocol:
       continue
     rows = np.arange(i * s, i * s + s)
-    out.setdefault(v.method, []).append(arm(v.hyper, st.acc[f"test_{protocol}"][rows],
-                                            st.acc[f"val_{protocol}"][rows], rows))
+    if v.method != "snv_a":  # SNV-A is scored by Eq. (1) only, as its authors score it
+      out.setdefault(v.method, []).append(arm(v.hyper, st.acc[f"test_{protocol}"][rows],
+                                              st.acc[f"val_{protocol}"][rows], rows))
     if v.method in MASKED:
       pos = np.searchsorted(st.masked_idx, rows)
       name = "snv_alg1" if v.method == "snv" else v.method

@@ -224,3 +224,41 @@ def test_bad_input():
   with pytest.raises(ValueError, match="keep_N"):
     maskable_mlp.MaskableMLP(hidden=(3,)).init(jax.random.key(0), jnp.ones((1, 2)), jnp.ones(4),
                                                 jnp.ones(4))
+
+
+def test_adaptive_subnetwork_on_a_hand_made_phi():
+  """SNV-A's S_t: the smallest top-phi prefix of positive neurons covering the share of the
+  positive mass, phi <= 0 never taken, newly frozen neurons capped, frozen ones free."""
+  phi = np.array([0.5, -0.1, 0.3, 0.0, 0.2], np.float32)  # positive mass 1.0
+  none = np.zeros(5, bool)
+  pick = lambda cov, cap, frozen=none, lo=0.0: np.flatnonzero(  # noqa: E731
+      np.asarray(snv.adaptive_subnetwork(phi, frozen, cov, cap, lo))).tolist()
+  assert pick(0.9, 1.0) == [0, 2, 4]  # partial sums 0.5, 0.8 < 0.9 <= 1.0
+  assert pick(0.7, 1.0) == [0, 2]  # 0.5 < 0.7 <= 0.8
+  assert pick(1.0, 1.0) == [0, 2, 4]  # never the neurons with phi <= 0
+  assert pick(0.9, 0.2) == [0]  # at most floor(0.2 * 5) = 1 new neuron
+  assert pick(0.9, 0.2, np.array([1, 0, 0, 0, 0], bool)) == [0, 2]  # neuron 0 is free
+  assert pick(0.3, 1.0, lo=0.4) == [0, 2]  # at least floor(0.4 * 5) = 2 neurons
+  assert pick(0.9, 1.0, np.zeros(5, bool)) == pick(0.9, 1.0)
+  assert not np.asarray(snv.adaptive_subnetwork(-np.abs(phi), none)).any()  # no positive phi
+  with pytest.raises(ValueError, match="coverage"):
+    snv.adaptive_subnetwork(phi, none, 1.5)
+  with pytest.raises(ValueError, match="frozen_N"):
+    snv.adaptive_subnetwork(phi, np.zeros(4, bool))
+
+
+def test_route_reads_each_class_from_its_own_subnetwork():
+  rng = np.random.default_rng(0)
+  logits = rng.normal(size=(2, 5, 4)).astype(np.float32)  # (T, B, K)
+  ct, seen = np.array([0, 0, 1, 1]), np.ones(4, bool)
+  concat = np.concatenate([logits[0][:, :2], logits[1][:, 2:]], -1)
+  np.testing.assert_array_equal(snv.route(logits, ct, seen, "concat"), concat.argmax(-1))
+  lsm = lambda z: z - np.log(np.exp(z).sum(-1, keepdims=True))  # noqa: E731
+  prob = np.concatenate([lsm(logits[0][:, :2]), lsm(logits[1][:, 2:])], -1)
+  np.testing.assert_array_equal(snv.route(logits, ct, seen, "maxprob"), prob.argmax(-1))
+  only0 = np.array([True, True, False, False])
+  assert np.all(np.asarray(snv.route(logits, ct, only0, "maxprob")) < 2)
+  with pytest.raises(ValueError, match="rule"):
+    snv.route(logits, ct, seen, "energy")
+  with pytest.raises(ValueError, match="class_task_K"):
+    snv.route(logits, np.array([0, 0, 1, 2]), seen)

@@ -41,9 +41,18 @@ def test_two_tasks_run_freezes_exactly_and_fills_the_matrices():
   assert drift == 0.0 and num_frozen > 0
   freezer = np.isin(reps.method_R, [experiment.METHODS.index(m) for m in experiment.FREEZERS])
   # after each task a freezer freezes floor(c * N) neurons (cumulatively); nobody else any
+  a = reps.method_R == experiment.METHODS.index("snv_a")
+  fixed = freezer & ~a
   want = np.floor(reps.hyper_R * frozen.shape[1] + 1e-6)
-  assert np.all(frozen.sum(1)[freezer] >= want[freezer])
-  assert np.all(frozen.sum(1)[freezer] <= 2 * want[freezer])
+  assert np.all(frozen.sum(1)[fixed] >= want[fixed])
+  assert np.all(frozen.sum(1)[fixed] <= 2 * want[fixed])
+  # SNV-A: at least one neuron a task, at most floor(0.2 N) new ones
+  assert np.all(frozen.sum(1)[a] >= 1)
+  assert np.all(frozen.sum(1)[a] <= 2 * np.floor(config.snv_a_max_new * frozen.shape[1]))
+  # Eq. (1): a task's subnetwork is frozen once learnt, so its task-IL accuracy never moves
+  m = np.searchsorted(st.masked_idx, np.flatnonzero(a))
+  np.testing.assert_array_equal(st.acc_masked["test_task"][m, 1, 0],
+                                st.acc_masked["test_task"][m, 0, 0])
   assert not frozen[~freezer].any()
   assert evals and first is not None
 

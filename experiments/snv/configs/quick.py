@@ -38,6 +38,11 @@ def get_config() -> ml_collections.ConfigDict:
   c.si_strengths = (0.1, 1.0, 10.0)
   c.mas_lambdas = (0.1, 1.0, 10.0)
   c.si_damping = 0.1  # xi
+  # --- SNV-A (the authors' snv_adaptive.py, the variant behind their numbers)
+  c.snv_a_coverage = 0.9  # S_t: smallest top-phi prefix holding this share of positive phi mass
+  c.snv_a_max_new = 0.2  # at most this share of N newly frozen per task
+  c.snv_a_min_share = 0.02  # at least this share of N in S_t
+  c.consolidation_steps = 75  # Adam steps through S_t before it freezes (half of train_steps)
   # --- claim thresholds (committed before the deciding run)
   c.min_rank_correlation = 0.5  # two estimator seeds on one network rank neurons alike
   return c
