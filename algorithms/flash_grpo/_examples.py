@@ -34,6 +34,11 @@ def _k(key, n=3):
 EXAMPLES = (
     Example("flow_sigmas", lambda shift: s.flow_sigmas(10, shift), lambda key: (3.0,),
             bad_args=(-1.0,), **_HOST),
+    Example("sd3_sigmas", lambda shift: s.sd3_sigmas(10, shift), lambda key: (3.0,),
+            bad_args=(0.0,), **_HOST),
+    Example("noise_scales", lambda sig: s.noise_scales(sig, "flow_grpo", 0.7),
+            lambda key: (jnp.asarray(s.sd3_sigmas(8, 3.0)),),
+            bad_args=(jnp.array([0.5, 0.9, 0.0]),), jittable=False),
     Example("sde_transition", _transition,
             lambda key: (jax.random.normal(key, (3, 4)), jax.random.normal(key, (3, 4)), _k(key)),
             bad_args=(jnp.zeros((3, 4)), jnp.zeros((3, 4)), jnp.array([0, 1, 7]))),
