@@ -6,10 +6,14 @@ Public API (``from reprojax.algorithms import tail_sched``):
   :func:`fcfs`, :func:`srpt` (perfect length knowledge), :func:`sjf` on
   :func:`predicted_size`, :func:`mlfq` (FastServe's skip-join MLFQ),
   :func:`gamma_boost` (full information), :func:`gamma_boost_attained`
-  (prediction-free: attained service only), and the boosts :func:`boost`,
+  (prediction-free: attained service only, an ablation), :func:`gamma_boost_remaining`
+  (prediction-free: the known prefill plus the decode remainder's distribution given the
+  prompt-length class), and the boosts :func:`boost`,
   :func:`boost_from_log_mgf`;
 * the running size distribution: :class:`SizeHistogram`, :func:`histogram`,
-  :func:`observe`, :func:`log_mgf_remaining` (``log E[e^{gamma (S - x)} | S > x]``).
+  :func:`observe`, :func:`log_mgf_remaining` (``log E[e^{gamma (S - x)} | S > x]``), and
+  per class of a signal known on arrival :class:`ConditionalHistogram`,
+  :func:`conditional_histogram`, :func:`observe_conditional`, :func:`log_mgf_conditional`.
 
 The serving simulators are public submodules (imported on use):
 ``tail_sched.reference`` (the event-driven numpy specification, ``simulate_reference``,
@@ -21,24 +25,30 @@ References:
   B. Wu et al., FastServe, arXiv 2305.05920.
 """
 
+from reprojax.algorithms.tail_sched._distribution import conditional_histogram
+from reprojax.algorithms.tail_sched._distribution import ConditionalHistogram
 from reprojax.algorithms.tail_sched._distribution import histogram
+from reprojax.algorithms.tail_sched._distribution import log_mgf_conditional
 from reprojax.algorithms.tail_sched._distribution import log_mgf_remaining
 from reprojax.algorithms.tail_sched._distribution import observe
+from reprojax.algorithms.tail_sched._distribution import observe_conditional
 from reprojax.algorithms.tail_sched._distribution import SizeHistogram
 from reprojax.algorithms.tail_sched._priority import boost
 from reprojax.algorithms.tail_sched._priority import boost_from_log_mgf
 from reprojax.algorithms.tail_sched._priority import fcfs
 from reprojax.algorithms.tail_sched._priority import gamma_boost
 from reprojax.algorithms.tail_sched._priority import gamma_boost_attained
+from reprojax.algorithms.tail_sched._priority import gamma_boost_remaining
 from reprojax.algorithms.tail_sched._priority import mlfq
 from reprojax.algorithms.tail_sched._priority import predicted_size
 from reprojax.algorithms.tail_sched._priority import sjf
 from reprojax.algorithms.tail_sched._priority import srpt
 
 __all__ = (
-    "SizeHistogram", "boost", "boost_from_log_mgf", "fcfs", "gamma_boost",
-    "gamma_boost_attained", "histogram", "log_mgf_remaining", "mlfq", "observe",
-    "predicted_size", "sjf", "srpt",
+    "ConditionalHistogram", "SizeHistogram", "boost", "boost_from_log_mgf",
+    "conditional_histogram", "fcfs", "gamma_boost", "gamma_boost_attained",
+    "gamma_boost_remaining", "histogram", "log_mgf_conditional", "log_mgf_remaining", "mlfq",
+    "observe", "observe_conditional", "predicted_size", "sjf", "srpt",
 )
 
 

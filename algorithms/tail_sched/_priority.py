@@ -22,7 +22,14 @@ arrival times' unit.
   the paper's rule): ``a_j - b_gamma(x_j)`` with
   ``b_gamma(x) = (1/gamma) log(M(x) / (M(x) - 1))``, ``M(x) = E[e^{gamma (S - x)} | S > x]``
   estimated from the sizes of completed requests (:mod:`._distribution`). With
-  full information ``M = e^{gamma s}`` and this is the boost above.
+  full information ``M = e^{gamma s}`` and this is the boost above. Every waiting
+  request has attained nothing, so all of them get one boost and wait in arrival
+  order: this rule can differ from FCFS only in whom it preempts (kept as an ablation).
+* gamma-Boost on the remaining total service (prediction-free, issue 68): the same
+  boost with ``M = e^{gamma k} E[e^{gamma (S - x)} | S > x, class]``, ``k`` the
+  prefill still to do (known exactly on arrival) and the decode remainder's
+  distribution that of finished requests of the same prompt-length class: requests
+  that wait differ by their prompts.
 
 References:
   G. Yu, Z. Scully, "Strongly tail-optimal scheduling in the light-tailed M/G/1",
@@ -175,3 +182,27 @@ def gamma_boost_attained(arrival_R: jax.Array, log_m_R: jax.Array,
   _common.check_arrays({"arrival_R": arrival_R, "log_m_R": log_m_R},
                        empty_ok=("arrival_R", "log_m_R"), inf_ok=("log_m_R",))
   return arrival_R - boost_from_log_mgf(log_m_R, gamma)
+
+
+def gamma_boost_remaining(arrival_R: jax.Array, known_R: jax.Array, log_m_R: jax.Array,
+                          gamma: float | jax.Array) -> jax.Array:
+  """Prediction-free gamma-Boost on the remaining total service ``R = k + (S - x)``:
+  ``a - (1/gamma) log(M / (M - 1))`` with ``M = E[e^{gamma R}] = e^{gamma k}
+  E[e^{gamma (S - x)} | S > x, class]``.
+
+  ``known_R`` (``k``, seconds) is the service known without prediction (the prefill
+  still to do: the prompt's tokens, or prompt and emitted ones after a recompute, times a
+  prefill token's service); ``log_m_R`` the log conditional MGF of the decode remainder
+  given the attained decode service ``x`` and the request's signal class
+  (:func:`reprojax.algorithms.tail_sched.log_mgf_conditional`). gamma -> inf is FCFS;
+  as gamma -> 0, ``M = 1 + gamma E[R] + O(gamma^2)`` and the key orders by the expected
+  remaining service ``E[R]``, SJF on it.
+  """
+  arrival_R, known_R = _check_requests(arrival_R, known_R=known_R)
+  got = _common.check_arrays({"arrival_R": arrival_R, "log_m_R": log_m_R},
+                             empty_ok=("arrival_R", "log_m_R"), inf_ok=("log_m_R",))
+  if np.shape(known_R) != np.shape(arrival_R) or np.shape(got["log_m_R"]) != np.shape(arrival_R):
+    raise ValueError(f"arrival_R, known_R and log_m_R must have one shape, got "
+                     f"{np.shape(arrival_R)}, {np.shape(known_R)} and {np.shape(log_m_R)}")
+  gamma = _check_gamma(gamma)
+  return arrival_R - boost_from_log_mgf(gamma * jnp.asarray(known_R) + got["log_m_R"], gamma)

@@ -22,7 +22,7 @@ whole trace, and a grid of (policy parameter, load) cells is one call
   trip's arrivals), the trip runs on those ``k`` alone: the same schedule at the cost of
   a small window;
 * the policy is an argument, not a compile key: each iteration's keys are one branch of a
-  ``lax.switch`` over the six policies (``PolicyParams.policy``), and the preemption mode,
+  ``lax.switch`` over the seven policies (``PolicyParams.policy``), and the preemption mode,
   the iteration limit and decode runs on or off are traced too, so one compile per trace
   length, window, views and server limits serves every policy and cell (a trip costs
   5-10% more than with a compile per policy: 29 against 26 us for FCFS on the
@@ -53,7 +53,8 @@ from reprojax.algorithms.tail_sched.reference import Server
 
 _INF = jnp.inf
 _ATTAINED = POLICIES.index("gamma_boost_attained")
-_HISTOGRAM_POLICIES = ("gamma_boost_attained",)
+_REMAINING = POLICIES.index("gamma_boost_remaining")
+_HISTOGRAM_POLICIES = ("gamma_boost_attained", "gamma_boost_remaining")
 
 
 class PolicyParams(NamedTuple):
@@ -65,8 +66,10 @@ class PolicyParams(NamedTuple):
   quantum: jax.Array  # MLFQ's first quantum (s)
   prefill_weight: jax.Array  # MLFQ: a prefill token's service over a decode token's
   hist_edges_B1: jax.Array  # gamma_boost_attained: bin edges in tokens
-  hist_prior_B: jax.Array  # and pseudo-counts
+  hist_prior_B: jax.Array  # and pseudo-counts (in every prompt class, for _remaining)
   policy: jax.Array  # int32: the policy's position in reference.POLICIES
+  class_edges_K1: jax.Array  # gamma_boost_remaining: prompt-length class edges (tokens)
+  prefill_sec_per_token: jax.Array  # and a prefill token's service (s)
 
 
 def policy_index(name: str) -> int:
@@ -131,7 +134,8 @@ class _Core(NamedTuple):
   gap_C: jax.Array  # largest gap between two tokens
   done_C: jax.Array  # finished in this trip (written out, then the slot is freed)
   free: jax.Array
-  counts_B: jax.Array
+  counts_B: jax.Array  # finished sizes (gamma_boost_attained)
+  counts_KB: jax.Array  # finished sizes per prompt class (gamma_boost_remaining)
   iters: jax.Array
   peak: jax.Array
   full: jax.Array
@@ -162,7 +166,7 @@ def _blocks(tokens, block_size):
 
 # pylint: disable=protected-access
 def _keys(p: PolicyParams, num_levels, arrival, prompt, output, emitted, predicted, counts_B,
-          horizon):
+          counts_KB, prefill_left, horizon):
   """The policy's keys through :mod:`._priority`'s jitted cores (validated there for users;
   here the inputs are the engine's own). One branch of a ``lax.switch`` on the policy runs."""
   tok = p.sec_per_token
@@ -174,6 +178,11 @@ def _keys(p: PolicyParams, num_levels, arrival, prompt, output, emitted, predict
     hist = _distribution.SizeHistogram(p.hist_edges_B1 * tok, counts_B)
     return boosted(_distribution._log_mgf_remaining(hist, emitted * tok, p.gamma))
 
+  def remaining():
+    log_m = _distribution._log_mgf_conditional(p.hist_edges_B1 * tok, p.class_edges_K1,
+                                               counts_KB, prompt, emitted * tok, p.gamma)
+    return boosted(p.gamma * prefill_left * p.prefill_sec_per_token + log_m)
+
   branches = {
       "fcfs": lambda: arrival,
       "srpt": lambda: (output - emitted) * tok,
@@ -181,7 +190,7 @@ def _keys(p: PolicyParams, num_levels, arrival, prompt, output, emitted, predict
       "mlfq": lambda: _priority._mlfq(arrival, (emitted + p.prefill_weight * prompt) * tok,
                                       p.quantum, num_levels, horizon),
       "gamma_boost": lambda: boosted(p.gamma * output * tok),
-      "gamma_boost_attained": attained}
+      "gamma_boost_attained": attained, "gamma_boost_remaining": remaining}
   return jax.lax.switch(p.policy, [branches[name] for name in POLICIES])
 # pylint: enable=protected-access
 
@@ -195,8 +204,9 @@ def _iteration(server: Server, num_levels, lat: LatencyModel, p: PolicyParams,
   # Empty slots hold nothing and want nothing.
   prompt, output = jnp.where(valid, prompt_R[g], 0), jnp.where(valid, output_R[g], 1)
   emitted = jnp.where(valid, c.emitted_C, 0)
+  prefill_left = jnp.where(valid, c.target_C - c.prefilled_C, 0)
   keys = _keys(p, num_levels, arrival_R[g], prompt, output, emitted, predicted_R[g],
-               c.counts_B, arrival_R[-1] + 1.0)
+               c.counts_B, c.counts_KB, prefill_left, arrival_R[-1] + 1.0)
   keys = jnp.where(valid, keys, _INF)
   tie = jnp.where(valid, c.id_C, jnp.iinfo(jnp.int32).max)
   # running_first: those holding blocks, then those waiting; empty slots last either way.
@@ -272,24 +282,33 @@ def _iteration(server: Server, num_levels, lat: LatencyModel, p: PolicyParams,
   emitted = emitted + emit
   done = emit & (emitted == output)
   free = free + jnp.sum(jnp.where(done, held, 0))
-  counts = _observe_finished(p, c.counts_B, output, done)
+  counts, counts_kb = _observe_finished(p, c.counts_B, c.counts_KB, prompt, output, done)
   i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
   return c._replace(
       t=t, busy=c.busy + dt, batch_sum=i32(c.batch_sum + jnp.sum(admitted)), id_C=ids,
       prefilled_C=i32(prefilled), target_C=i32(target),
       emitted_C=i32(emitted), held_C=i32(jnp.where(done, 0, held)),
       preempt_C=i32(preempt + victim), first_C=first, last_C=last, gap_C=gap, done_C=done,
-      free=i32(free), counts_B=counts, iters=c.iters + 1,
+      free=i32(free), counts_B=counts, counts_KB=counts_kb, iters=c.iters + 1,
       peak=i32(peak), finished=i32(c.finished + jnp.sum(done)))
 
 
-def _observe_finished(p: PolicyParams, counts_B, output, done):
-  """The size histogram with the requests that finished this trip (attained-age policy only)."""
+def _observe_finished(p: PolicyParams, counts_B, counts_KB, prompt, output, done):
+  """The size histograms with the requests that finished this trip (the histogram
+  policies only: the attained-age one's, or the per-class one of gamma_boost_remaining)."""
+  # pylint: disable=protected-access
   def observe():
     hist = _distribution.SizeHistogram(p.hist_edges_B1, counts_B)
-    return _distribution._observe(  # pylint: disable=protected-access
-        hist, output.astype(p.hist_edges_B1.dtype), done).counts_B
-  return jax.lax.cond(p.policy == _ATTAINED, observe, lambda: counts_B)
+    return _distribution._observe(hist, output.astype(p.hist_edges_B1.dtype), done).counts_B
+
+  def observe_kb():
+    hist = _distribution.ConditionalHistogram(p.hist_edges_B1, p.class_edges_K1, counts_KB)
+    return _distribution._observe_conditional(
+        hist, prompt.astype(p.class_edges_K1.dtype), output.astype(p.hist_edges_B1.dtype),
+        done).counts_KB
+  # pylint: enable=protected-access
+  return (jax.lax.cond(p.policy == _ATTAINED, observe, lambda: counts_B),
+          jax.lax.cond(p.policy == _REMAINING, observe_kb, lambda: counts_KB))
 
 
 def _decode_ready(server: Server, arrival_R, prompt_R, c: _Core):
@@ -370,13 +389,14 @@ def _decode_run(server: Server, lat: LatencyModel, p: PolicyParams, arrival_R, p
   emitted = emitted + k
   done = valid & (emitted == output)
   free = c.free - alloc + jnp.sum(jnp.where(done, new_held, 0))
-  counts = _observe_finished(p, c.counts_B, output, done)
+  counts, counts_kb = _observe_finished(p, c.counts_B, c.counts_KB,
+                                        jnp.where(valid, prompt_R[g], 0), output, done)
   i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
   return c._replace(
       t=t, busy=c.busy + elapsed(k), batch_sum=i32(c.batch_sum + count * k),
       emitted_C=i32(emitted), held_C=i32(jnp.where(done, 0, new_held)), first_C=first,
       last_C=jnp.where(valid, t, c.last_C), gap_C=gap, done_C=done, free=i32(free),
-      counts_B=counts, iters=c.iters + k, peak=i32(peak),
+      counts_B=counts, counts_KB=counts_kb, iters=c.iters + k, peak=i32(peak),
       finished=i32(c.finished + jnp.sum(done)))
 
 
@@ -423,7 +443,10 @@ def _simulate(arrival_R, prompt_R, output_R, predicted_R, params: PolicyParams,
       target_C=zc, emitted_C=zc, held_C=zc, preempt_C=zc,
       first_C=jnp.full(capacity, jnp.nan, f64), last_C=jnp.full(capacity, jnp.nan, f64),
       gap_C=jnp.zeros(capacity, f64), done_C=jnp.zeros(capacity, bool),
-      free=i32(server.kv_blocks), counts_B=params.hist_prior_B.astype(f64), iters=i32(0),
+      free=i32(server.kv_blocks), counts_B=params.hist_prior_B.astype(f64),
+      counts_KB=jnp.tile(params.hist_prior_B.astype(f64),
+                         (params.class_edges_K1.shape[0] - 1, 1)),
+      iters=i32(0),
       peak=i32(0), full=i32(0), finished=i32(0), steps=i32(0),
       view_trips=jnp.zeros(len(views) + 1, i32))
   out = _Out(jnp.full(n, jnp.nan, f64), jnp.full(n, jnp.nan, f64), jnp.full(n, jnp.nan, f64),
@@ -537,6 +560,8 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
   edges = np.asarray(policy.hist_edges if len(policy.hist_edges) else (0.0, 1.0), np.float64)
   prior = np.asarray(policy.hist_prior if len(policy.hist_prior) else np.zeros(edges.size - 1),
                      np.float64)
+  classes = np.asarray(policy.class_edges if len(policy.class_edges) else (0.0, 1.0),
+                       np.float64)
   with jax.enable_x64(True):
     a = jnp.asarray(arrival_s_R, jnp.float64)
     pr = jnp.asarray(prompt_tokens_R, jnp.int32)
@@ -544,7 +569,8 @@ def simulate(arrival_s_R, prompt_tokens_R, output_tokens_R, policy, server: Serv
     pred = jnp.asarray(predicted_tokens_R, jnp.float64)
     params = PolicyParams(*(jnp.asarray(v, jnp.float64) for v in (
         policy.gamma, policy.sec_per_token, policy.quantum, policy.prefill_weight)),
-        jnp.asarray(edges), jnp.asarray(prior), jnp.int32(index))
+        jnp.asarray(edges), jnp.asarray(prior), jnp.int32(index), jnp.asarray(classes),
+        jnp.asarray(policy.prefill_sec_per_token, jnp.float64))
     res = _simulate(a, pr, out, pred, params,
                     LatencyModel(*(jnp.asarray(v, jnp.float64) for v in latency)),
                     modes_of(server), jnp.int32(max_iterations), jnp.bool_(decode_runs),

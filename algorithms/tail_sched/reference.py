@@ -28,7 +28,8 @@ Sarathi-Serve, as the tail_sched issue fixes it):
    completes emits a token at the iteration's end (the first token after its
    prompt, or the next one after a recompute), and so does every decoding one.
 5. A request that has emitted all its output tokens leaves and frees its blocks; its
-   size (output tokens) joins the running size histogram.
+   size (output tokens) joins the running size histogram, and that of its prompt-length
+   class (``Policy.class_edges``).
 
 Sizes and ages reach the priority keys in seconds of service: tokens times
 ``sec_per_token``. What the simulator returns per request: time to first token,
@@ -49,7 +50,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-POLICIES = ("fcfs", "srpt", "sjf", "mlfq", "gamma_boost", "gamma_boost_attained")
+POLICIES = ("fcfs", "srpt", "sjf", "mlfq", "gamma_boost", "gamma_boost_attained",
+            "gamma_boost_remaining")
 
 
 class LatencyModel(NamedTuple):
@@ -84,8 +86,12 @@ class Policy(NamedTuple):
   quantum: float = 0.25  # MLFQ's first quantum (s of service)
   num_levels: int = 8  # MLFQ levels
   prefill_weight: float = 0.05  # MLFQ: service seconds of one prefill token over sec_per_token
-  hist_edges: tuple = ()  # gamma_boost_attained: histogram bin edges in tokens
-  hist_prior: tuple = ()  # and pseudo-counts per bin (empty: none)
+  hist_edges: tuple = ()  # gamma_boost_attained/_remaining: histogram bin edges in tokens
+  hist_prior: tuple = ()  # and pseudo-counts per bin (empty: none), in every class
+  # gamma_boost_remaining: the prompt-length classes' edges in tokens (one class if empty;
+  # a prompt outside them joins the first or last class) and a prefill token's service (s)
+  class_edges: tuple = ()
+  prefill_sec_per_token: float = 0.0
 
 
 class Outcome(NamedTuple):
@@ -149,6 +155,12 @@ def check_trace(arrival_s_R, prompt_tokens_R, output_tokens_R, policy: Policy, s
     raise ValueError(f"policy.sec_per_token must be finite and > 0, got {policy.sec_per_token}")
   if not policy.gamma > 0:
     raise ValueError(f"policy.gamma must be > 0 (inf for FCFS), got {policy.gamma}")
+  cls = np.asarray(policy.class_edges, np.float64)
+  if cls.size == 1 or not np.all(np.isfinite(cls)) or np.any(np.diff(cls) <= 0):
+    raise ValueError(f"policy.class_edges must be empty or increasing, got {policy.class_edges}")
+  if not (math.isfinite(policy.prefill_sec_per_token) and policy.prefill_sec_per_token >= 0):
+    raise ValueError(f"policy.prefill_sec_per_token must be finite and >= 0, got "
+                     f"{policy.prefill_sec_per_token}")
   if not isinstance(server, Server) or any(
       not isinstance(v, (int, np.integer)) or v < 1 for v in server[:4]):
     raise ValueError(f"server limits (max_batch, token_budget, kv_blocks, block_size) must be "
@@ -195,7 +207,17 @@ def _log_mgf_remaining(edges, counts, attained, gamma):
   return out
 
 
-def _keys(policy: Policy, arrival, prompt, output, decoded, predicted, edges, counts):
+def _prompt_class(class_edges, prompt):
+  if len(class_edges) < 2:
+    return np.zeros(np.shape(prompt), np.int64)
+  k = np.searchsorted(np.asarray(class_edges, np.float64), prompt, side="right") - 1
+  return np.clip(k, 0, len(class_edges) - 2)
+
+
+def _keys(policy: Policy, arrival, prompt, output, decoded, predicted, edges, counts,
+          counts_kb, prefill_left):
+  """Keys of the active requests; ``counts`` is the size histogram (``[B]``), ``counts_kb``
+  one per prompt class (``[K, B]``), ``prefill_left`` the tokens still to prefill."""
   tok = policy.sec_per_token
   if policy.name == "fcfs":
     return arrival.copy()
@@ -213,6 +235,12 @@ def _keys(policy: Policy, arrival, prompt, output, decoded, predicted, edges, co
     log_m = policy.gamma * output * tok
   elif policy.name == "gamma_boost_attained":
     log_m = _log_mgf_remaining(edges * tok, counts, decoded * tok, policy.gamma)
+  elif policy.name == "gamma_boost_remaining":
+    cls = _prompt_class(policy.class_edges, prompt)
+    log_m = np.array([
+        policy.gamma * prefill_left[i] * policy.prefill_sec_per_token
+        + _log_mgf_remaining(edges * tok, counts_kb[cls[i]], decoded[i:i + 1] * tok,
+                             policy.gamma)[0] for i in range(len(arrival))])
   else:
     raise ValueError(f"policy.name must be one of {POLICIES}, got {policy.name!r}")
   return arrival + np.log1p(-np.exp(-log_m)) / policy.gamma
@@ -241,10 +269,13 @@ def simulate_reference(arrival_s_R, prompt_tokens_R, output_tokens_R, policy: Po
   predicted = (np.asarray(predicted_tokens_R, np.float64) if predicted_tokens_R is not None
                else d_tok.astype(np.float64))
   edges = np.asarray(policy.hist_edges, np.float64)
+  num_classes = max(len(policy.class_edges) - 1, 1)
   counts = (np.asarray(policy.hist_prior, np.float64) if len(policy.hist_prior)
             else np.zeros(max(edges.size - 1, 0)))
-  if policy.name == "gamma_boost_attained" and edges.size < 2:
-    raise ValueError("policy gamma_boost_attained needs hist_edges")
+  counts_kb = np.tile(counts, (num_classes, 1))
+  if policy.name in ("gamma_boost_attained", "gamma_boost_remaining") and edges.size < 2:
+    raise ValueError(f"policy {policy.name} needs hist_edges")
+  cls_R = _prompt_class(policy.class_edges, p_tok)
 
   prefilled = np.zeros(n, np.int64)  # prefill tokens done towards target
   target = p_tok.copy()  # prefill target: the prompt, or prompt + emitted after a preemption
@@ -266,7 +297,7 @@ def simulate_reference(arrival_s_R, prompt_tokens_R, output_tokens_R, policy: Po
       t = a[nxt]
       continue
     keys = _keys(policy, a[active], p_tok[active], d_tok[active], emitted[active],
-                 predicted[active], edges, counts)
+                 predicted[active], edges, counts, counts_kb, target[active] - prefilled[active])
     waiting = (held[active] == 0) if server.running_first else np.zeros(active.size, bool)
     order = active[np.lexsort((active, keys, waiting))]
     rank = np.empty(n, np.int64)
@@ -353,6 +384,8 @@ def simulate_reference(arrival_s_R, prompt_tokens_R, output_tokens_R, policy: Po
         free += held[j]
         held[j] = 0
         if edges.size >= 2:
-          b = min(max(np.searchsorted(edges, d_tok[j], side="right") - 1, 0), counts.size - 1)
+          b = min(max(np.searchsorted(edges, d_tok[j], side="right") - 1, 0),
+                  counts.size - 1)
           counts[b] += 1
+          counts_kb[cls_R[j], b] += 1
   return Outcome(first_t - a, last_t - a, max_gap, preempt, iters, peak)

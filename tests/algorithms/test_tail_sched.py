@@ -77,6 +77,82 @@ def test_exponential_sizes_are_memoryless():
   np.testing.assert_array_equal(np.argsort(keys), np.arange(5))
 
 
+def _conditional_hist():
+  """A hand-made conditional histogram: 3 prompt classes on 6 size bins (1 s wide)."""
+  edges = np.arange(7.0)
+  class_edges = np.array([0.0, 100.0, 1000.0, 1e4])
+  counts = np.array([[5, 3, 1, 0, 0, 0],   # short prompts: short answers
+                     [0, 1, 2, 4, 2, 1],   # middle prompts
+                     [0, 0, 0, 1, 3, 6]],  # long prompts: long answers
+                    np.float32)
+  return ts.conditional_histogram(edges, class_edges, counts), edges, counts
+
+
+def test_remaining_service_boost_against_brute_force():
+  """The new key against numpy: E[e^{gamma (S - x)} | S > x] over the class's row, each
+  bin at its midpoint, times e^{gamma k} for the known prefill; then a - (1/gamma) log(M/(M-1))."""
+  hist, edges, counts = _conditional_hist()
+  mids = 0.5 * (edges[1:] + edges[:-1])
+  prompt = np.array([50.0, 50.0, 500.0, 500.0, 5000.0, 2e4])  # 2e4: beyond, the last class
+  attained = np.array([0.0, 1.7, 0.0, 3.2, 4.9, 0.0])
+  known = np.array([0.3, 0.0, 0.3, 0.1, 0.0, 0.2])
+  arrival = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 2.5])
+  row = np.array([0, 0, 1, 1, 2, 2])
+  for gamma in (0.2, 1.0, 3.0):
+    want_log_m = []
+    for r, x in zip(row, attained):
+      live = (mids > x) & (counts[r] > 0)
+      p = counts[r][live] / counts[r][live].sum()
+      want_log_m.append(np.log(np.sum(p * np.exp(gamma * (mids[live] - x)))))
+    want_log_m = np.array(want_log_m)
+    log_m = np.asarray(ts.log_mgf_conditional(hist, prompt, attained, gamma))
+    np.testing.assert_allclose(log_m, want_log_m, rtol=1e-5)
+    m_total = np.exp(gamma * known + want_log_m)
+    want_key = arrival - np.log(m_total / (m_total - 1.0)) / gamma
+    np.testing.assert_allclose(ts.gamma_boost_remaining(arrival, known, log_m, gamma), want_key,
+                               rtol=1e-5, atol=1e-5)
+  # Observing adds each size to its prompt's row.
+  grown = ts.observe_conditional(hist, np.array([50.0, 5000.0]), np.array([0.5, 5.5]),
+                                 np.array([True, True]))
+  np.testing.assert_array_equal(np.asarray(grown.counts_KB) - counts,
+                                [[1, 0, 0, 0, 0, 0], [0] * 6, [0, 0, 0, 0, 0, 1]])
+
+
+def test_remaining_boost_limits_and_different_prompts():
+  """gamma -> inf is FCFS; gamma -> 0 orders by the expected remaining service; two waiting
+  requests (nothing attained) with different prompts get different keys."""
+  hist, edges, counts = _conditional_hist()
+  mids = 0.5 * (edges[1:] + edges[:-1])
+  rng = np.random.default_rng(2)
+  n = 30
+  arrival = np.cumsum(rng.uniform(0.01, 0.2, n))
+  prompt = rng.choice([50.0, 500.0, 5000.0], n)
+  attained = np.zeros(n)
+  known = rng.uniform(0.0, 0.5, n)
+  row = np.searchsorted([0.0, 100.0, 1000.0], prompt, side="right") - 1
+  mean_rest = np.array([np.sum(counts[r] * mids) / counts[r].sum() for r in row])
+  expected = known + mean_rest
+  for gamma, want in ((1e4, np.argsort(arrival, kind="stable")),
+                      (1e-5, np.lexsort((np.arange(n), expected)))):
+    log_m = ts.log_mgf_conditional(hist, prompt, attained, gamma)
+    keys = np.asarray(ts.gamma_boost_remaining(arrival, known, log_m, gamma), np.float64)
+    np.testing.assert_array_equal(np.lexsort((np.arange(n), keys)), want, err_msg=f"{gamma}")
+  np.testing.assert_array_equal(
+      ts.gamma_boost_remaining(arrival, known, np.full(n, np.inf), math.inf),
+      arrival.astype(np.float32))  # gamma = inf: no boost, the arrival itself
+  # Two requests waiting side by side, arrived together, nothing attained: different
+  # prompts (and so prefill work and answer distribution), different keys; the short
+  # prompt first. The attained-only rule gives them one key.
+  two_prompts, two_known = np.array([50.0, 5000.0]), np.array([50.0, 5000.0]) * 6.67e-5
+  for gamma in (0.1, 1.0):
+    log_m = ts.log_mgf_conditional(hist, two_prompts, np.zeros(2), gamma)
+    keys = np.asarray(ts.gamma_boost_remaining(np.zeros(2), two_known, log_m, gamma))
+    assert keys[0] < keys[1] - 0.1, keys
+    marginal = ts.histogram(edges, counts.sum(0))
+    same = ts.gamma_boost_attained(np.zeros(2), ts.log_mgf_remaining(marginal, np.zeros(2),
+                                                                     gamma), gamma)
+    assert float(same[0]) == float(same[1])
+
 def test_mlfq_levels_by_hand():
   service = np.array([0.0, 1.0, 2.0, 3.0, 3.5, 7.0, 100.0])
   # quantum 1: level l holds (2^{l-1} - 1, 2^l - 1]; 4 levels at most.

@@ -50,9 +50,10 @@ def test_engine_equals_reference_under_memory_pressure():
   programs = eng._simulate._cache_size()  # pylint: disable=protected-access
   for name, cache_aware, running_first in (
       ("srpt", False, False), ("gamma_boost_attained", True, False), ("mlfq", False, False),
-      ("srpt", True, True)):
+      ("srpt", True, True), ("gamma_boost_remaining", True, False)):
     case = f"{name}, cache_aware={cache_aware}, running_first={running_first}"
-    policy = ref.Policy(name, gamma=2.0, hist_edges=edges, hist_prior=(1.0,) * 8)
+    policy = ref.Policy(name, gamma=2.0, hist_edges=edges, hist_prior=(1.0,) * 8,
+                        class_edges=(1.0, 50.0, 100.0, 150.0), prefill_sec_per_token=1e-3)
     server = ref.Server(16, 256, 40, 16, cache_aware, running_first)
     want = ref.simulate_reference(arrival, prompt, output, policy, server, latency)
     got = eng.simulate(arrival, prompt, output, policy, server, latency, capacity=n)
