@@ -19,7 +19,8 @@ References:
   SNV, ICML 2026 (code: github.com/Ali-Vahedifar/Shapley-Neuron-Values).
   Ghorbani & Zou. Neuron Shapley. NeurIPS 2020.
   Kirkpatrick et al. (EWC) PNAS 2017; Zenke et al. (SI) ICML 2017; Aljundi et al. (MAS)
-  ECCV 2018; Mallya & Lazebnik (PackNet) CVPR 2018.
+  ECCV 2018; Mallya & Lazebnik (PackNet) CVPR 2018; Kang et al. (WSN) ICML 2022;
+  Zajac et al. (PEC) ICLR 2024.
 """
 
 from reprojax.algorithms.snv._freeze import FreezeState
@@ -34,20 +35,25 @@ from reprojax.algorithms.snv._importance import quadratic_penalty
 from reprojax.algorithms.snv._importance import rank_correlation
 from reprojax.algorithms.snv._masked import adaptive_subnetwork
 from reprojax.algorithms.snv._masked import route
+from reprojax.algorithms.snv._pec import pec_errors
+from reprojax.algorithms.snv._pec import pec_net
+from reprojax.algorithms.snv._pec import pec_predict
 from reprojax.algorithms.snv._importance import si_importance
 from reprojax.algorithms.snv._importance import si_path_step
 from reprojax.algorithms.snv._shapley import ShapleyEstimate
 from reprojax.algorithms.snv._shapley import exact_shapley
 from reprojax.algorithms.snv._shapley import shapley_from_permutations
 from reprojax.algorithms.snv._shapley import tmc_shapley
+from reprojax.algorithms.snv._wsn import wsn_apply
+from reprojax.algorithms.snv._wsn import wsn_mask
 
 __all__ = (
     "FreezeState", "ShapleyEstimate", "activation_importance", "adaptive_subnetwork",
     "dense_trainable",
     "exact_shapley", "fisher_diagonal", "freeze", "magnitude_importance", "mas_importance",
-    "quadratic_penalty", "rank_correlation", "route", "shapley_from_permutations",
+    "pec_errors", "pec_net", "pec_predict", "quadratic_penalty", "rank_correlation", "route", "shapley_from_permutations",
     "si_importance",
-    "si_path_step", "tmc_shapley", "top_fraction",
+    "si_path_step", "tmc_shapley", "top_fraction", "wsn_apply", "wsn_mask",
 )
 
 

@@ -262,3 +262,96 @@ def test_route_reads_each_class_from_its_own_subnetwork():
     snv.route(logits, ct, seen, "energy")
   with pytest.raises(ValueError, match="class_task_K"):
     snv.route(logits, np.array([0, 0, 1, 2]), seen)
+
+
+def test_wsn_mask_top_share_and_straight_through():
+  s = {"w": jnp.array([[0.3, -1.0], [2.0, 0.1]]), "b": jnp.array([0.5, 0.7, -0.2])}
+  m = snv.wsn_mask(s, 0.5)
+  np.testing.assert_array_equal(m["w"], [[1, 0], [1, 0]])  # the 2 largest of 4
+  np.testing.assert_array_equal(m["b"], [1, 1, 0])  # ceil(1.5) = 2 of 3
+  g = jax.grad(lambda sc: jnp.sum(snv.wsn_mask(sc, 0.5)["w"] * jnp.arange(4.0).reshape(2, 2)))(s)
+  np.testing.assert_array_equal(g["w"], np.arange(4.0).reshape(2, 2))  # identity backward
+  with pytest.raises(ValueError, match="capacity"):
+    snv.wsn_mask(s, 0.0)
+
+
+def test_wsn_two_task_toy_learns_the_known_masks_and_forgets_nothing():
+  """Task A: y = 2 x0, task B: y = -3 x1, one weight per task (capacity 1/2). WSN must
+  pick weight 0 for A and weight 1 for B, fit them, and leave A's function bit-identical."""
+  rng = np.random.default_rng(0)
+  x = rng.normal(size=(256, 2)).astype(np.float32)
+  targets = (2.0 * x[:, 0], -3.0 * x[:, 1])
+  params = {"w": jnp.array([0.5, -0.5])}
+  scores = {"w": jnp.array([0.0, 0.1])}  # task A starts on the wrong weight
+  used = {"w": jnp.zeros(2)}
+  opt_w, opt_s = snv.freeze(optax.adam(0.05)), optax.adam(0.05)
+
+  def loss(p, sc, y):
+    w = snv.wsn_apply(p, snv.wsn_mask(sc, 0.5))["w"]
+    return jnp.mean((x @ w - y) ** 2)
+
+  @jax.jit
+  def fit(params, scores, used, y):
+    def step(carry, _):
+      params, scores, sw, ss = carry
+      gp, gs = jax.grad(loss, argnums=(0, 1))(params, scores, y)
+      u, sw = opt_w.update(gp, sw, params, trainable=jax.tree.map(lambda m: 1 - m, used))
+      params = optax.apply_updates(params, u)
+      u, ss = opt_s.update(gs, ss, scores)
+      return (params, optax.apply_updates(scores, u), sw, ss), None
+    carry = (params, scores, opt_w.init(params), opt_s.init(scores))
+    return jax.lax.scan(step, carry, None, length=400)[0][:2]
+
+  masks, outs = [], []
+  for y in targets:
+    params, scores = fit(params, scores, used, y)
+    m = jax.tree.map(jax.lax.stop_gradient, snv.wsn_mask(scores, 0.5))
+    masks.append(m)
+    outs.append(x @ snv.wsn_apply(params, m)["w"])
+    used = jax.tree.map(jnp.maximum, used, m)
+  np.testing.assert_array_equal(masks[0]["w"], [1, 0])
+  np.testing.assert_array_equal(masks[1]["w"], [0, 1])
+  np.testing.assert_allclose(params["w"], [2.0, -3.0], atol=0.05)
+  # task A through its stored mask after task B: exactly what it was
+  np.testing.assert_array_equal(x @ snv.wsn_apply(params, masks[0])["w"], outs[0])
+
+
+def test_pec_errors_and_prediction():
+  rng = np.random.default_rng(0)
+  net = lambda d, h, e: {"w1": rng.normal(size=(d, h)).astype(np.float32),  # noqa: E731
+                         "b1": rng.normal(size=(h,)).astype(np.float32),
+                         "w2": rng.normal(size=(h, e)).astype(np.float32),
+                         "b2": rng.normal(size=(e,)).astype(np.float32)}
+  teacher = net(3, 8, 4)
+  students = jax.tree.map(lambda *a: np.stack(a), net(3, 5, 4), net(3, 5, 4))
+  x = rng.normal(size=(6, 3)).astype(np.float32)
+  relu = lambda z: np.maximum(z, 0)  # noqa: E731
+  f = lambda p: relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]  # noqa: E731
+  want = np.stack([np.mean((f(jax.tree.map(lambda a: a[c], students)) - f(teacher)) ** 2, -1)
+                   for c in range(2)], -1)
+  err = np.asarray(snv.pec_errors(teacher, students, x))
+  np.testing.assert_allclose(err, want, rtol=1e-5)
+  np.testing.assert_array_equal(snv.pec_predict(err, np.array([True, True])), want.argmin(-1))
+  np.testing.assert_array_equal(snv.pec_predict(err, np.array([False, True])), np.ones(6))
+  # a student fitted to the teacher on its class's region errs least there
+  xa, xb = x + 3.0, x - 3.0
+  fitted = []
+  opt = optax.adam(0.02)
+
+  @jax.jit
+  def fit(s, xc):
+    def step(carry, _):
+      s, st = carry
+      g = jax.grad(lambda p: jnp.mean((snv.pec_net(p, xc) - snv.pec_net(teacher, xc)) ** 2))(s)
+      u, st = opt.update(g, st)
+      return (optax.apply_updates(s, u), st), None
+    return jax.lax.scan(step, (s, opt.init(s)), None, length=300)[0][0]
+
+  for xc in (xa, xb):
+    fitted.append(fit(net(3, 16, 4), xc))
+  both = jax.tree.map(lambda *a: jnp.stack(a), *fitted)
+  pred = np.concatenate([snv.pec_predict(snv.pec_errors(teacher, both, xc), np.ones(2, bool))
+                         for xc in (xa, xb)])
+  assert np.mean(pred == np.repeat([0, 1], 6)) >= 0.9
+  with pytest.raises(ValueError, match="teacher"):
+    snv.pec_errors({"w1": teacher["w1"]}, students, x)
