@@ -37,6 +37,11 @@ NOT_RUN = "not run"
 """The grade of a declared claim that the run's config does not measure (it runs in a side
 config, :attr:`Declared.config`); it counts in N and never holds."""
 
+NOT_TESTABLE = "not testable"
+"""The grade of a verdict the run could not test (``Evidence.untestable`` says why: the
+effect the claim acts on is absent from the task); it counts in N, and a reader is told it
+is not a refutation."""
+
 
 class Evidence(NamedTuple):
   """The facts behind a claim's verdict, declared by the claims code beside ``holds``.
@@ -56,7 +61,8 @@ class Evidence(NamedTuple):
   the deciding figure is a wall-clock time of one run (graded on repeated runs' spread, not
   on one run's). ``note``: anything else a reader needs to weigh it (one line).
   ``not_run``: the side config that measures the claim when this run does not (set by
-  :func:`as_declared`, graded :data:`NOT_RUN`).
+  :func:`as_declared`, graded :data:`NOT_RUN`). ``untestable``: why this run cannot test the
+  claim, decided from its metrics by a stated condition (graded :data:`NOT_TESTABLE`).
   """
 
   seeds: int = 1
@@ -67,13 +73,14 @@ class Evidence(NamedTuple):
   timing: bool = False
   note: str = ""
   not_run: str = ""
+  untestable: str = ""
 
   def to_json(self) -> dict[str, Any]:
     m = self.margin_se
     out = {"grade": grade(self), "seeds": int(self.seeds),
            "margin_se": None if m is None or math.isnan(m) else
            ("inf" if math.isinf(m) else round(float(m), 2)), "exact": bool(self.exact)}
-    for k in ("by_construction", "after_change", "note", "not_run"):
+    for k in ("by_construction", "after_change", "note", "not_run", "untestable"):
       if getattr(self, k):
         out[k] = getattr(self, k)
     if self.timing:
@@ -93,7 +100,8 @@ def grade(ev: Evidence) -> str:
 
   A protocol changed after a failing run (``after_change``) lowers the grade one step
   (strong to moderate, moderate to weak): the verdict may owe something to the choice.
-  A claim this run's config does not measure (``not_run``) is :data:`NOT_RUN`.
+  A claim this run's config does not measure (``not_run``) is :data:`NOT_RUN`; one it
+  cannot test (``untestable``) :data:`NOT_TESTABLE`.
   """
   if ev.seeds < 1:
     raise ValueError(f"Evidence.seeds must be >= 1, got {ev.seeds}")
@@ -102,6 +110,8 @@ def grade(ev: Evidence) -> str:
                      f"{ev.margin_se}")
   if ev.not_run:
     return NOT_RUN
+  if ev.untestable:
+    return NOT_TESTABLE
   if ev.by_construction:
     return "construction"
   m = -1.0 if ev.margin_se is None or math.isnan(ev.margin_se) else ev.margin_se
@@ -353,11 +363,12 @@ def count_by_kind(claims: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, i
 
 def count_by_grade(claims: Sequence[Mapping[str, Any]], kind: str = "paper") -> dict[str, int]:
   """grade -> how many of the ``kind`` claims that hold have it (:data:`GRADES` order, then
-  ``ungraded`` for claims without evidence), and :data:`NOT_RUN` -> how many were not run."""
-  out = {g: 0 for g in GRADES + ("ungraded", NOT_RUN)}
+  ``ungraded`` for claims without evidence), and :data:`NOT_RUN` and :data:`NOT_TESTABLE` ->
+  how many were not run, or could not be tested."""
+  out = {g: 0 for g in GRADES + ("ungraded", NOT_RUN, NOT_TESTABLE)}
   for c in claims:
     g = (c.get("evidence") or {}).get("grade", "ungraded")
-    if c.get("kind") == kind and (c["holds"] or g == NOT_RUN):
+    if c.get("kind") == kind and (c["holds"] or g in (NOT_RUN, NOT_TESTABLE)):
       out[g] += 1
   return out
 
@@ -366,7 +377,7 @@ def grades_text(grades: Mapping[str, int]) -> str:
   """``5 strong, 9 moderate, 20 weak, 5 by construction`` (ungraded named only if any)."""
   names = {"construction": "by construction"}
   return ", ".join(f"{n} {names.get(g, g)}" for g, n in grades.items()
-                   if g != NOT_RUN and (n or g != "ungraded"))
+                   if g not in (NOT_RUN, NOT_TESTABLE) and (n or g != "ungraded"))
 
 
 def counts_text(counts: Mapping[str, tuple[int, int]],
@@ -375,8 +386,10 @@ def counts_text(counts: Mapping[str, tuple[int, int]],
   ``grades`` (:func:`count_by_grade`), the paper claims that hold, by evidence grade."""
   names = {"paper": "paper claims", "baseline": "baselines", "check": "checks"}
   not_run = (grades or {}).get(NOT_RUN, 0)
+  untestable = (grades or {}).get(NOT_TESTABLE, 0)
   parts = [(f"{names[k]}: {h} of {n} hold" + (f" ({grades_text(grades)})" if grades else "")
-            + (f", {not_run} not run at this scale" if not_run else ""))
+            + (f", {not_run} not run at this scale" if not_run else "")
+            + (f", {untestable} not testable on our task" if untestable else ""))
            if k == "paper" else f"{names[k]} {h} of {n}"
            for k, (h, n) in counts.items() if n or k == "paper"]
   return "; ".join(parts)
@@ -643,7 +656,8 @@ def paper_block(results: Mapping[str, Any]) -> str:
            "|---|---|---|---|---|---|"]
   for c in results["claims"]:
     ev = c.get("evidence") or {}
-    why = ev.get("by_construction") or _what_changed(ev.get("after_change", ""))
+    why = (ev.get("by_construction") or ev.get("untestable")
+           or _what_changed(ev.get("after_change", "")))
     side = (f" (configs/{c['from_config']}.py, its own run: {c['wall_s']} s)"
             if "from_config" in c else "")
     lines.append(f"| `{c['id']}`: {_cell(c['statement'])} | {c['kind']} | {_cell(c['paper'])} | "

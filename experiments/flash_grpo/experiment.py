@@ -611,9 +611,10 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
           seeds=n,
           margin_se=results.margin_in_se(1 - r, 0.0 if r < 1 and 1 - r > 2 * se else 2 * se,
                                          se),
-          note=("the step explains about none of the advantages' variance here: no "
-                "timestep-confounded variance to remove, so the claim is not tested on this "
-                "task (not a refutation)" if about_zero else
+          untestable=("the SDE step explains about none of the advantages' variance here (not "
+                      "above chance by 2 s.e.): no timestep-confounded variance to remove, so "
+                      "the task cannot test the claim" if about_zero else ""),
+          note=("" if about_zero else
                 "the step explains part of the advantages' variance: the claim is tested"))))
   if "gap_flash_vs_full" in m:
     beats("full", CLAIMS["flash_beats_full_control"], "(Flash-GRPO's sampler, all steps)")

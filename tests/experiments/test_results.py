@@ -252,3 +252,17 @@ def test_the_shared_rules_against_hand_computed_cases():
   assert not results_lib.increasing([1, 2, 3, 4, 5], [0.5, 0.2, 0.25, 0.4, 0.1])[0]
   with pytest.raises(ValueError, match="5 distinct levels"):
     results_lib.increasing([1, 2, 3], [1, 2, 3])
+
+
+def test_a_verdict_the_task_cannot_test_is_graded_so_and_counted():
+  ev = Evidence(seeds=5, margin_se=0.5, untestable="no such variance in the task")
+  assert results_lib.grade(ev) == results_lib.NOT_TESTABLE
+  claims = [Claim("a", "s", "p", "o", True, kind="paper", evidence=_STRONG).to_json(),
+            Claim("b", "s", "p", "o", False, kind="paper", evidence=ev).to_json()]
+  assert results_lib.counts_text(results_lib.count_by_kind(claims),
+                                 results_lib.count_by_grade(claims)) == (
+      "paper claims: 1 of 2 hold (1 strong, 0 moderate, 0 weak, 0 by construction), "
+      "1 not testable on our task")
+  block = results_lib.paper_block({"paper": "toy", "scale": "quick", "seed": 0, "wall_s": 1.0,
+                                   "claims": claims})
+  assert "| **no** | not testable: no such variance in the task |" in block
