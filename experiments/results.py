@@ -556,7 +556,10 @@ GRADES_DOC = ("*evidence* grades a verdict from the facts its claims code declar
               "figure and where the verdict would turn; `moderate` 3 seeds and 2 s.e., or 2 "
               "seeds and 3; `weak` anything thinner (one seed or one trained model, no s.e., "
               "inside 2 s.e., one run's wall-clock time); `construction` could not have come "
-              "out otherwise; a protocol changed after a failing run lowers the grade one step.")
+              "out otherwise; a protocol changed after a failing run lowers the grade one step. "
+              "A claim only a side config measures counts with that config's committed "
+              "verdict (`not run` without one); one the task cannot test counts as `not "
+              "testable`; neither holds.")
 
 
 def results_table(results_dir: str, failures: Mapping[str, str] | None = None,
