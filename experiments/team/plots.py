@@ -22,12 +22,14 @@ def plot_speedups(workdir, modes, m):
   ax1.axhline(1.0, color="k", lw=0.8)
   ax1.axhline(1.94, color="grey", lw=0.8, ls="--", label="paper: 1.94x on average")
   ax1.set(xticks=x, xticklabels=modes, ylabel="speed-up over vanilla")
+  ax1.tick_params(axis="x", labelrotation=45)
   ax1.legend(fontsize=7)
   ax2.bar(x - 0.2, [m[f"{k}_passes_per_token"] for k in modes], 0.4, label="passes per token")
   ax3 = ax2.twinx()
   ax3.bar(x + 0.2, [m[f"{k}_experts_per_pass"] for k in modes], 0.4, color="C1",
           label="experts per pass")
   ax2.set(xticks=x, xticklabels=modes, ylabel="passes per generated token")
+  ax2.tick_params(axis="x", labelrotation=45)
   ax3.set(ylabel="distinct experts per pass (all layers)")
   fig.legend(fontsize=7, loc="upper right")
   fig.suptitle(f"TEAM on a small MoE block-diffusion LM, {int(m['num_seeds'])} seed(s); "

@@ -51,7 +51,9 @@ def get_config() -> ml_collections.ConfigDict:
 
   c.kinetic = ml_collections.ConfigDict()
   c.kinetic.manual_dir = ""  # folder with Kinetic.npy and Kinetic_missing.npy; "": tensorly's copy
-  c.kinetic.split_seed = 0  # numpy seed of the 20% held-out split (recorded in results)
+  c.kinetic.split_seed = 0  # numpy seed of the first 20% held-out split (recorded in results)
+  c.kinetic.n_splits = 3  # held-out splits, seeds split_seed, split_seed + 1, ...: the claims
+  # read the paired per-split differences (ALFT minus each baseline) and their s.e.
   c.kinetic.holdout = 0.2  # fraction of the observed entries held out
   c.kinetic.rank = 4  # rank of every method
   c.kinetic.n_init_seeds = 1  # random initialisations of our fits (vmapped; mean reported; 0: no Kinetic part)

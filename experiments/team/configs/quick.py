@@ -36,6 +36,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.limit_distance = 3
   c.limit_confidence = 0.7
   c.eval_problems = 64
+  c.problem_sets = 8  # disjoint sets of eval problems: the paired ablation's s.e. is over them
   # --- claims, fixed before the run
   c.acc_tolerance = 0.02  # "negligible accuracy loss"
   c.min_speedup = 1.5  # "about 2x" (the paper: 1.94x on average)

@@ -23,4 +23,5 @@ def get_config():
   c.batch_size = 16
   c.block_len = 4
   c.eval_problems = 4
+  c.problem_sets = 2
   return c
