@@ -501,7 +501,7 @@ CLAIMS = results.declare(
 )
 
 RETIRED = tuple(
-    results.Retired(cid, last_holds=True, commit="RETIRING_COMMIT",
+    results.Retired(cid, last_holds=True, commit="0a3fb17",
                     reason=f"decided on one held-out split (seed 0) and one init, no s.e. "
                            f"({gap}); decided now over config.kinetic.n_splits splits by the "
                            f"paired per-split differences and their s.e. ({cid}_splits)")

@@ -228,7 +228,7 @@ CLAIMS = results.declare(
 """Every claim :func:`claims` produces, in its order."""
 
 RETIRED = (results.Retired(
-    "each_alone_less", last_holds=True, commit="RETIRING_COMMIT",
+    "each_alone_less", last_holds=True, commit="0a3fb17",
     reason="compared each strategy alone with all three on the means (no s.e.; one seed): "
            "it holds whenever speculation alone is below all three, even for a strategy "
            "that adds nothing (limiting alone 1.00x); the paper's 'each strategy "
