@@ -70,6 +70,8 @@ PENALTIES = ("ewc", "si", "mas")
 FREEZERS = ("magnitude", "random", "activation", "snv", "snv_a")
 METHODS = ("finetune",) + PENALTIES + FREEZERS
 BASELINES = ("finetune",) + PENALTIES + ("magnitude",)  # the buffer-free baselines SNV must beat
+# the buffer-free baselines SNV-A must beat, with the mask-based one of the authors' campaign
+MASK_BASELINES = {"task": BASELINES + ("wsn",), "class": BASELINES + ("pec",)}
 MASKED = ("snv", "snv_a")  # scored also by Eq. (1): each task through its own subnetwork
 VALUED = ("snv", "snv_a")  # the methods whose neurons get Shapley values
 
@@ -451,6 +453,133 @@ def run_stream(config, mesh, stream: continual.TaskStream, reps: Replicas) -> St
                 masked_idx, acc_masked)
 
 
+def run_wsn(config, mesh, stream: continual.TaskStream) -> tuple[list, dict]:
+  """WSN in the task-IL protocol, every capacity in ``config.wsn_capacities`` and seed as
+  one replica: a score per parameter entry, task t's mask the top ``capacity`` share of
+  each array's scores (``snv.wsn_mask``), weights used by earlier tasks frozen, task t
+  scored through its stored mask. Returns the capacities and ``{"test_task", "val_task"}``
+  accuracy matrices ``(C * S, T, T)`` (capacity-major)."""
+  model = make_model(config)
+  class_task = jnp.asarray(_class_task(config))
+  caps = [float(c) for c in config.wsn_capacities]
+  s, t_num = int(config.num_seeds), int(config.num_tasks)
+  cap_R = np.repeat(np.asarray(caps, np.float32), s)
+  seed_R = np.tile(np.arange(s), len(caps)).astype(np.int32)
+  r = len(seed_R)
+  steps, batch, lr = int(config.train_steps), int(config.batch_size), float(config.learning_rate)
+  opt_w, opt_s = snv.freeze(optax.adam(lr)), optax.adam(lr)
+
+  def train_one(params, scores, used, cap, task, seed_idx, key, x_all, y_all):
+    x, y = x_all[seed_idx, task], y_all[seed_idx, task]
+    own = class_task == task
+
+    def loss(p, sc, idx):
+      logits = _masked(model.apply(snv.wsn_apply(p, snv.wsn_mask(sc, cap)), x[idx]), own)
+      return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y[idx]))
+
+    trainable = jax.tree.map(lambda m: 1.0 - m, used)
+
+    def body(carry, i):
+      p, sc, sw, ss = carry
+      idx = jax.random.randint(jax.random.fold_in(key, i), (batch,), 0, x.shape[0])
+      gp, gs = jax.grad(loss, argnums=(0, 1))(p, sc, idx)
+      u, sw = opt_w.update(gp, sw, p, trainable=trainable)
+      p = optax.apply_updates(p, u)
+      u, ss = opt_s.update(gs, ss, sc)
+      return (p, optax.apply_updates(sc, u), sw, ss), None
+
+    carry = (params, scores, opt_w.init(params), opt_s.init(scores))
+    params, scores, _, _ = jax.lax.scan(body, carry, jnp.arange(steps))[0]
+    mask = jax.tree.map(jax.lax.stop_gradient, snv.wsn_mask(scores, cap))
+    return params, scores, jax.tree.map(jnp.maximum, used, mask), mask
+
+  def eval_one(params, masks_T, seed_idx, x_all, y_all):
+    x, y = x_all[seed_idx], y_all[seed_idx]
+    tasks = jnp.arange(x.shape[0])
+    logits = jax.vmap(lambda m, xt: model.apply(snv.wsn_apply(params, m), xt))(masks_T, x)
+    own = class_task[None, :] == tasks[:, None]
+    return (jnp.argmax(_masked(logits, own[:, None, :]), -1) == y).mean(-1)
+
+  vs = functools.partial(sharding.vmap_sharded, mesh=mesh)
+  train = vs(train_one, in_axes=(0,) * 7 + (None, None))
+  evaluate = vs(eval_one, in_axes=(0, 0, 0, None, None))
+  keys = jax.random.split(jax.random.fold_in(jax.random.key(int(config.seed)), 98), r)
+  x0 = jnp.zeros((1, stream.x_train.shape[-1]))
+  params = jax.vmap(lambda k: model.init(k, x0))(keys)
+  scores = jax.tree.map(lambda p: 0.1 * jax.random.normal(jax.random.fold_in(keys[0], 1),
+                                                          p.shape), params)
+  used = jax.tree.map(jnp.zeros_like, params)
+  masks = jax.tree.map(lambda p: jnp.zeros((p.shape[0], t_num) + p.shape[1:]), params)
+  acc = {f"{split}_task": np.zeros((r, t_num, t_num)) for split in ("test", "val")}
+  for t in range(t_num):
+    task = np.full((r,), t, np.int32)
+    params, scores, used, m = train(params, scores, used, cap_R, task, seed_R,
+                                    _keys(config, 4, t, r), stream.x_train, stream.y_train)
+    masks = jax.tree.map(lambda a, b: jnp.asarray(a).at[:, t].set(b), masks, m)
+    for split, xs, ys in (("test", stream.x_test, stream.y_test),
+                          ("val", stream.x_val, stream.y_val)):
+      acc[f"{split}_task"][:, t] = np.asarray(evaluate(params, masks, seed_R, xs, ys))
+  return caps, acc
+
+
+def run_pec(config, mesh, stream: continual.TaskStream) -> dict:
+  """PEC in the class-IL protocol: per seed a random teacher, per class a student fitted for
+  ``config.pec_steps`` Adam steps on that class's training examples only; a test input goes
+  to the seen class whose student errs least. Returns ``{"test_class", "val_class"}``
+  accuracy matrices ``(S, T, T)``."""
+  class_task = np.asarray(_class_task(config))
+  s, k_num = int(config.num_seeds), len(class_task)
+  d = stream.x_train.shape[-1]
+  hid, emb, teach = int(config.pec_hidden), int(config.pec_outputs), int(config.pec_teacher_hidden)
+  opt = optax.adam(float(config.learning_rate))
+  batch = int(config.batch_size)
+
+  def net(key, h):
+    k = jax.random.split(key, 2)
+    return {"w1": jax.random.normal(k[0], (d, h)) / np.sqrt(d), "b1": jnp.zeros((h,)),
+            "w2": jax.random.normal(k[1], (h, emb)) / np.sqrt(h), "b2": jnp.zeros((emb,))}
+
+  def fit_one(student, teacher, k, seed_idx, key, x_all, y_all):
+    task = jnp.asarray(class_task)[k]
+    x, y = x_all[seed_idx, task], y_all[seed_idx, task]
+    prob = (y == k) / jnp.maximum(jnp.sum(y == k), 1)
+
+    def body(carry, i):
+      p, st = carry
+      idx = jax.random.choice(jax.random.fold_in(key, i), x.shape[0], (batch,), p=prob)
+      g = jax.grad(lambda q: jnp.mean((snv.pec_net(q, x[idx]) -
+                                       snv.pec_net(teacher, x[idx])) ** 2))(p)
+      u, st = opt.update(g, st)
+      return (optax.apply_updates(p, u), st), None
+
+    return jax.lax.scan(body, (student, opt.init(student)), jnp.arange(int(config.pec_steps)))[0][0]
+
+  base = jax.random.fold_in(jax.random.key(int(config.seed)), 97)
+  teachers = jax.vmap(lambda i: net(jax.random.fold_in(base, i), teach))(jnp.arange(s))
+  seed_R = np.repeat(np.arange(s), k_num).astype(np.int32)
+  class_R = np.tile(np.arange(k_num), s).astype(np.int32)
+  students = jax.vmap(lambda i: net(jax.random.fold_in(base, 1000 + i), hid))(
+      jnp.arange(s * k_num))
+  fit = sharding.vmap_sharded(fit_one, mesh=mesh, in_axes=(0,) * 5 + (None, None))
+  teacher_R = jax.tree.map(lambda a: a[seed_R], teachers)
+  students = fit(students, teacher_R, class_R, seed_R, _keys(config, 5, 0, s * k_num),
+                 stream.x_train, stream.y_train)
+  students = jax.tree.map(lambda a: a.reshape((s, k_num) + a.shape[1:]), students)
+  t_num = int(config.num_tasks)
+  acc = {}
+  for split, xs, ys in (("test", stream.x_test, stream.y_test),
+                        ("val", stream.x_val, stream.y_val)):
+    err = jax.vmap(lambda te, stu, x: jax.vmap(lambda xt: snv.pec_errors(te, stu, xt))(x))(
+        teachers, students, jnp.asarray(xs))  # (S, T, M, K)
+    err = np.asarray(err)
+    a = np.zeros((s, t_num, t_num))
+    for t in range(t_num):
+      pred = np.argmin(np.where(class_task <= t, err, np.inf), -1)
+      a[:, t] = (pred == ys).mean(-1)
+    acc[f"{split}_class"] = a
+  return acc
+
+
 def rank_stability(config, stream, first) -> tuple[float, float]:
   """Spearman's rho between two estimator seeds on one trained network (SNV's first
   valuation), and the efficiency gap of an untruncated estimate relative to v(N) - v(empty)."""
@@ -491,6 +620,12 @@ class Arm(NamedTuple):
   rows: np.ndarray  # (S,) replica rows (into reps), for the dense arms
 
 
+def _arm(h, a_test, a_val, rows) -> Arm:
+  t = a_test.shape[1]
+  return Arm(h, final_average(a_test), final_average(a_val), backward_transfer(a_test),
+             np.stack([a_test[:, -1, j] - a_test[:, j, j] for j in range(t - 1)], -1), rows)
+
+
 def arms(reps: Replicas, st: Stream, protocol: str) -> dict[str, list[Arm]]:
   """Each method's grid points in ``protocol``: the dense arms from ``st.acc``; from
   ``st.acc_masked`` (Eq. (1)), ``snv_alg1``, Algorithm 1 as written (SNV's replicas,
@@ -498,11 +633,7 @@ def arms(reps: Replicas, st: Stream, protocol: str) -> dict[str, list[Arm]]:
   s = int(np.max(reps.seed_R)) + 1
   out: dict[str, list[Arm]] = {}
 
-  def arm(h, a_test, a_val, rows):
-    t = a_test.shape[1]
-    return Arm(h, final_average(a_test), final_average(a_val), backward_transfer(a_test),
-               np.stack([a_test[:, -1, j] - a_test[:, j, j] for j in range(t - 1)], -1), rows)
-
+  arm = _arm
   for i, v in enumerate(reps.variants):
     if v.protocol != protocol:
       continue
@@ -544,8 +675,17 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                "num_frozen_entries": num_frozen,
                                "final_loss_max": float(final_loss.max()),
                                "shapley_evals": float(np.mean(evals)) if evals else 0.0}
+  caps, wsn_acc = run_wsn(config, mesh, stream)
+  pec_acc = run_pec(config, mesh, stream)
   for p in PROTOCOLS:
     table = arms(reps, st, p)
+    if p == "task":
+      for i, c in enumerate(caps):
+        rows = np.arange(i * s, i * s + s)
+        table.setdefault("wsn", []).append(_arm(c, wsn_acc["test_task"][rows],
+                                                wsn_acc["val_task"][rows], rows))
+    else:
+      table["pec"] = [_arm(0.0, pec_acc["test_class"], pec_acc["val_class"], np.arange(s))]
     picks = {}
     for m, rows in table.items():
       for a in rows:
@@ -558,6 +698,12 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
       metrics[f"{p}_{m}_acc_se"] = float(common.standard_error(best.final))
       metrics[f"{p}_{m}_bwt"] = float(best.bwt.mean())
       metrics[f"{p}_{m}_bwt_max_abs"] = float(np.max(np.abs(best.bwt_all)))
+    pool = MASK_BASELINES[p]
+    best = int(np.argmax([picks[b].final.mean() for b in pool]))
+    gain = picks["snv_a"].final - picks[pool[best]].final
+    metrics[f"{p}_snv_a_best_baseline"] = best
+    metrics[f"{p}_snv_a_gain"] = float(gain.mean())
+    metrics[f"{p}_snv_a_gain_se"] = float(common.standard_error(gain))
     strongest = int(np.argmax([picks[b].final.mean() for b in BASELINES]))
     gain = picks["snv"].final - picks[BASELINES[strongest]].final
     metrics[f"{p}_best_baseline"] = strongest

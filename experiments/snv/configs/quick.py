@@ -43,6 +43,12 @@ def get_config() -> ml_collections.ConfigDict:
   c.snv_a_max_new = 0.2  # at most this share of N newly frozen per task
   c.snv_a_min_share = 0.02  # at least this share of N in S_t
   c.consolidation_steps = 75  # Adam steps through S_t before it freezes (half of train_steps)
+  # --- the mask-based baselines of the authors' campaign
+  c.wsn_capacities = (0.1, 0.3, 0.5)  # WSN (task-IL): share of each array in a task's mask
+  c.pec_steps = 150  # PEC (class-IL): Adam steps per class student
+  c.pec_hidden = 32  # a student's hidden width
+  c.pec_teacher_hidden = 128  # the random teacher's hidden width
+  c.pec_outputs = 16  # teacher and student output width
   # --- claim thresholds (committed before the deciding run)
   c.min_rank_correlation = 0.5  # two estimator seeds on one network rank neurons alike
   return c

@@ -22,4 +22,7 @@ def get_config():
   c.ewc_lambdas = (100.0,)
   c.si_strengths = (1.0,)
   c.mas_lambdas = (1.0,)
+  c.wsn_capacities = (0.3,)
+  c.pec_steps = 20
+  c.consolidation_steps = 10
   return c
