@@ -1,9 +1,10 @@
 """The tail_sched experiment's figures (called from ``experiment.run``).
 
-* ``p99_ttlt_vs_gamma.png``: per trace, at its headline load, P99 TTLT of both
-  gamma-Boost variants against gamma, with FCFS and SRPT (perfect lengths) as lines;
+* ``p99_ttlt_vs_gamma.png``: per trace, at its headline load, P99 TTLT of the
+  gamma-Boost variants against gamma, with FCFS, SRPT and SJF (perfect lengths) as lines;
 * ``p99_ttlt_vs_load.png``: per trace, P99 TTLT against load for FCFS, SRPT and the
-  prediction-free gamma-Boost at its best gamma, one line style per preemption mode.
+  prediction-free gamma-Boost on the remaining service at its best gamma (in sample),
+  one line style per preemption mode.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ def _key(trace, mode, policy, gamma, load, stat, swept):
   return f"{trace}/{mode}/{policy}/{g}/{load:g}/base/{stat}"
 
 
-def write_all(workdir, config, metrics, swept=("gamma_boost", "gamma_boost_attained")):
+def write_all(workdir, config, metrics,
+              swept=("gamma_boost", "gamma_boost_attained", "gamma_boost_remaining")):
   """Writes both figures into ``workdir`` (process 0 only)."""
   m = metrics
   traces = tuple(config.traces)
@@ -31,7 +33,7 @@ def write_all(workdir, config, metrics, swept=("gamma_boost", "gamma_boost_attai
       if p in config.policies:
         ax.plot(config.gammas, [m[_key(tr, mode, p, g, load, "ttlt_p99", swept)]
                                 for g in config.gammas], "o-", label=p)
-    for p, c in (("fcfs", "k"), ("srpt", "r")):
+    for p, c in (("fcfs", "k"), ("srpt", "r"), ("sjf_perfect", "g")):
       if p in config.policies:
         ax.axhline(m[_key(tr, mode, p, 0, load, "ttlt_p99", swept)], color=c, ls="--", label=p,
                    lw=4 if p == "fcfs" else 1.5, alpha=0.5 if p == "fcfs" else 1.0)
@@ -46,8 +48,8 @@ def write_all(workdir, config, metrics, swept=("gamma_boost", "gamma_boost_attai
   for ax, tr in zip(axes, traces):
     loads = list(config.loads[tr])
     for md in config.modes:
-      for p, c in (("fcfs", "k"), ("srpt", "r"), ("gamma_boost_attained", "b")):
-        if p not in config.policies:
+      for p, c in (("fcfs", "k"), ("srpt", "r"), ("gamma_boost_remaining", "b")):
+        if p not in config.policies or (md != mode and p in config.claims_mode_only):
           continue
         if p in swept:
           ys = [min(m[_key(tr, md, p, g, l, "ttlt_p99", swept)] for g in config.gammas)

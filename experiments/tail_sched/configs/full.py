@@ -3,7 +3,7 @@
     python -m reprojax.experiments.tail_sched.main --config=experiments/tail_sched/configs/full.py --workdir=/tmp/tail_sched_full
 
 The conversation trace (19,366 requests) and the code trace (8,819), 8 gammas x 9
-loads (72 cells in one call per policy), the six policies under the three preemption
+loads (72 cells in one call per policy), the eight policies under the three preemption
 modes, and the headline load at latency x0.5 and x2. Hardware: 2 CPU cores, 15 min
 with ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` (one device a core), about
 twice that on one device (each cell is one whole trace, 0.5-5 s); on an 8-device mesh
@@ -20,7 +20,9 @@ def get_config():
   c.scale = "full"
   c.max_requests = 0
   c.modes = ("priority", "cache_aware", "running_first")
-  c.policies = ("fcfs", "srpt", "sjf", "mlfq", "gamma_boost", "gamma_boost_attained")
+  c.policies = ("fcfs", "srpt", "sjf", "sjf_perfect", "mlfq", "gamma_boost",
+                "gamma_boost_attained", "gamma_boost_remaining")
+  c.claims_mode_only = ()  # every policy in every mode
   c.gammas = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
   c.loads = ml_collections.ConfigDict({
       "conv": (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9),
