@@ -512,7 +512,7 @@ CLAIMS = results.declare(
 _REASON = ("measured the attained-only boost, which serves every waiting request in arrival "
            "order (FCFS), with gamma picked on the run it was scored on; replaced (issue 68) "
            "by {new}: the boost on the remaining service, gamma chosen out of sample")
-RETIRED = tuple(results.Retired(old, last_holds=holds, commit="RETIRING_COMMIT",
+RETIRED = tuple(results.Retired(old, last_holds=holds, commit="ec3aaad",
                                 reason=_REASON.format(new=new))
                 for old, holds, new in (
                     ("p99_ttlt_vs_srpt", True, "p99_ttlt_vs_srpt_remaining_oos"),
