@@ -66,15 +66,18 @@ def test_summaries():
   np.testing.assert_array_equal(experiment.active_classes(ct, 1, 1), [True] * 4)
 
 
-def _metrics(gain=0.03, se=0.005, drift=0.0, rho=0.9):
+def _metrics(gain=0.03, se=0.005, drift=0.0, rho=0.9, bwt=0.0):
   m = {"num_seeds": 5, "frozen_drift": drift, "num_frozen_entries": 10,
        "rank_correlation": rho, "efficiency_gap": 1e-7}
   for p in ("task", "class"):
     m[f"{p}_best_baseline"] = 1
     m[f"{p}_snv_gain"], m[f"{p}_snv_gain_se"] = gain, se
     m[f"{p}_snv_pick"] = 0.1
-    for k in ("snv", "ewc"):
+    m[f"{p}_snv_a_best_baseline"] = 5  # wsn (task), pec (class)
+    m[f"{p}_snv_a_gain"], m[f"{p}_snv_a_gain_se"] = gain, se
+    for k in ("snv", "ewc", "snv_a", "snv_alg1", "wsn", "pec"):
       m[f"{p}_{k}_acc"], m[f"{p}_{k}_acc_se"] = 0.9, 0.01
+      m[f"{p}_{k}_bwt"], m[f"{p}_{k}_bwt_max_abs"] = -bwt, bwt
     for o in ("random", "activation"):
       m[f"{p}_snv_vs_{o}"], m[f"{p}_snv_vs_{o}_se"] = gain, se
   return m
@@ -85,13 +88,18 @@ def test_claims_on_hand_made_metrics():
   holds = lambda m: {c.id: c.holds for c in experiment.claims(config, m)}  # noqa: E731
   assert all(holds(_metrics()).values())
   weak = holds(_metrics(gain=0.008))  # under 2 s.e.
-  assert not any(weak[k] for k in ("class_il_gain", "task_il_gain", "beats_random",
-                                   "beats_activation"))
-  assert not holds(_metrics(gain=-0.03))["task_il_gain"]
+  assert not any(weak[k] for k in ("snv_a_class_il_gain", "snv_a_task_il_gain",
+                                   "dense_snv_class_il_gain", "dense_snv_task_il_gain",
+                                   "beats_random", "beats_activation"))
+  assert not holds(_metrics(gain=-0.03))["snv_a_task_il_gain"]
+  assert not holds(_metrics(bwt=1e-9))["masked_bwt_zero"]
+  ours = {c.id: c.ours for c in experiment.claims(config, _metrics())}
+  assert "wsn" in ours["snv_a_task_il_gain"] and "pec" in ours["snv_a_class_il_gain"]
   assert not holds(_metrics(drift=1e-7))["frozen_bit_identical"]
   assert not holds(_metrics(rho=0.3))["ranking_stable"]
   kinds = {c.id: c.kind for c in experiment.claims(config, _metrics())}
-  assert kinds["task_il_gain"] == "paper" and kinds["frozen_bit_identical"] == "check"
+  assert kinds["snv_a_task_il_gain"] == "paper" and kinds["frozen_bit_identical"] == "check"
+  assert kinds["dense_snv_task_il_gain"] == "check"  # the dense ablation
   assert kinds["beats_random"] == "check"  # the abstract reports no ablation figure
 
 
