@@ -823,7 +823,7 @@ CLAIMS = results.declare(
 
 
 RETIRED = tuple(
-    results.Retired(cid, last_holds=False, commit="RETIRING_COMMIT",
+    results.Retired(cid, last_holds=False, commit="db93c22",
                     reason="decided with SNV's dense inference against non-mask baselines; the "
                            "authors score SNV by Eq. (1) with SNV-A (snv_adaptive.py) and "
                            "compare with WSN and PEC: decided now by "
@@ -885,7 +885,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
         holds=bool(sig(f"{p}_snv_a_gain")),
         evidence=results.Evidence(
             seeds=n, margin_se=margin(f"{p}_snv_a_gain"),
-            after_change=("RETIRING_COMMIT: the paper claim moved from dense SNV against "
+            after_change=("db93c22: the paper claim moved from dense SNV against "
                           "non-mask baselines (class_il_gain, task_il_gain, both failing) to "
                           "SNV-A under Eq. (1) against a pool with WSN and PEC, the authors' "
                           "variant and comparison, read from their code"),
