@@ -2,7 +2,8 @@
 
     python -m reprojax.experiments.tail_sched.main --config=experiments/tail_sched/configs/quick.py --workdir=/tmp/tail_sched
 
-Hardware: 2 CPU cores, about 50 s. Needs the Azure LLM inference traces 2023 in
+Hardware: 2 CPU cores; 74 s of CPU time (155 s of wall time beside other runs; 50 s
+idle before issue 68 added 20 cells and the halves). Needs the Azure LLM inference traces 2023 in
 ``manual_dir`` or ``$REPROJAX_MANUAL_DIR`` (``azure_llm_inference_2023/``). FCFS, SRPT
 (perfect lengths) and prediction-free gamma-Boost on the remaining service (3 gammas) at
 2-3 loads per trace, with cache-aware preemption (the paper's) and with vLLM's
