@@ -566,7 +566,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]) -> l
           se = m[f"kinetic_alft_minus_{base}_{err}_se"]
           parts.append(results.margin_part(d, 0.0, se, bool(d < -2.0 * se), n_s,
                                            higher_passes=False))
-          texts.append(f"{err.upper()} {d:+.2f} +- {se:.2f}")
+          texts.append(f"{err.upper()} {d:+.3f} +- {se:.3f}")
       return all(p for p, _ in parts), results.conjunction_margin(parts), texts
 
     def pct(*bases):  # ALFT's mean RMSE against the best of the baselines', in words
