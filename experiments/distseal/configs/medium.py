@@ -2,14 +2,15 @@ r"""DistSeal at medium scale: the quick config trained three times as long.
 
     python -m reprojax.experiments.distseal.main --config=experiments/distseal/configs/medium.py --workdir=/tmp/distseal_medium
 
-Hardware and time: 2 CPU cores, about 11 minutes (665.9 s on 2026-12-06; all four paper
+Hardware and time: 2 CPU cores, about 11 minutes (665.9 s; all four paper
 claims held, `results/distseal/medium/results.json`). Not a registered scale (`make reproduce`
 runs the quick config, within its 30-minute total): the run that asks whether the quick
 run's two failing claims, both about distillation, follow from its teachers' training
 (they read 0.80-0.82 of the bits unedited after 1,000 steps). Everything but the lengths is
-the quick config's, thresholds included; since 2026-12-06 it also distils the latent
+the quick config's, thresholds included; it also distils the latent
 watermark into a latent generator (``gen_steps``, as ``configs/generator.py`` does at the
-quick lengths), which the quick budget cannot hold.
+quick lengths, but fine-tuned by our earlier recipe, ``gen_recipe = "adam"``), which the
+quick budget cannot hold.
 """
 
 from reprojax.experiments.distseal.configs import quick

@@ -2,7 +2,7 @@ r"""DistSeal at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.distseal.main --config=experiments/distseal/configs/quick.py --workdir=/tmp/distseal
 
-Hardware and time: 2 CPU cores, about 2.5 minutes (129.9-152 s on 2026-12-07 with nothing
+Hardware and time: 2 CPU cores, about 2.5 minutes (129.9-152 s with nothing
 else running, the seeds' runs in two threads; 206.7 s one after another): over the 90 s
 budget (issue 23). Grey 16 px
 patches of scikit-learn's two photographs, an f4 autoencoder (4x4x4 latents), 16-bit
