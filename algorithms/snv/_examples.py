@@ -12,19 +12,26 @@ import optax
 from reprojax.algorithms import _common
 from reprojax.algorithms._common import Example
 from reprojax.algorithms.snv import activation_importance
+from reprojax.algorithms.snv import adaptive_subnetwork
 from reprojax.algorithms.snv import dense_trainable
 from reprojax.algorithms.snv import exact_shapley
 from reprojax.algorithms.snv import fisher_diagonal
 from reprojax.algorithms.snv import freeze
 from reprojax.algorithms.snv import magnitude_importance
 from reprojax.algorithms.snv import mas_importance
+from reprojax.algorithms.snv import pec_errors
+from reprojax.algorithms.snv import pec_net
+from reprojax.algorithms.snv import pec_predict
 from reprojax.algorithms.snv import quadratic_penalty
 from reprojax.algorithms.snv import rank_correlation
+from reprojax.algorithms.snv import route
 from reprojax.algorithms.snv import shapley_from_permutations
 from reprojax.algorithms.snv import si_importance
 from reprojax.algorithms.snv import si_path_step
 from reprojax.algorithms.snv import tmc_shapley
 from reprojax.algorithms.snv import top_fraction
+from reprojax.algorithms.snv import wsn_apply
+from reprojax.algorithms.snv import wsn_mask
 
 _D, _N, _B, _P = 3, 5, 7, 4  # distinct sizes, so an axis that grows alone is a mismatch
 
@@ -82,6 +89,14 @@ def _batch(key):
 def _adamw_update(updates, params, trainable):
   opt = freeze(optax.adamw(1e-2, weight_decay=0.1))
   return opt.update(updates, opt.init(params), params, trainable=trainable)[0]
+
+
+def _pec_nets(key):
+  k = jax.random.split(key, 5)
+  teacher = {"w1": jax.random.normal(k[0], (_D, _N)), "b1": jax.random.normal(k[1], (_N,)),
+             "w2": jax.random.normal(k[2], (_N, _P)), "b2": jnp.zeros((_P,))}
+  students = jax.tree.map(lambda a: jnp.stack([a, 0.5 * a]), teacher)
+  return teacher, students, jax.random.normal(k[3], (_B, _D))
 
 
 def _tree3(key):
@@ -146,4 +161,31 @@ EXAMPLES = (
             make_args=lambda key: (jax.random.normal(key, (_N,)),
                                    jax.random.normal(jax.random.fold_in(key, 1), (_N,))),
             bad_args=(np.ones(_N, np.float32), np.ones(_N + 1, np.float32))),
+    Example(name="adaptive_subnetwork",
+            fn=lambda v, f: adaptive_subnetwork(v, f, 0.9, 0.4, 0.2),
+            make_args=lambda key: (jax.random.normal(key, (_N,)),
+                                   jax.random.bernoulli(jax.random.fold_in(key, 1), 0.3, (_N,))),
+            bad_args=(np.ones(_N, np.float32), np.zeros(_N + 1, bool))),
+    Example(name="route",
+            fn=lambda lg, seen: route(lg, jnp.arange(_N) % 2, seen, "maxprob"),
+            make_args=lambda key: (jax.random.normal(key, (2, _B, _N)),
+                                   jax.random.bernoulli(jax.random.fold_in(key, 1), 0.7, (_N,))),
+            bad_args=(np.ones((2, _B, _N), np.float32), np.ones(_N + 1, bool))),
+    Example(name="wsn_mask",
+            fn=lambda scores_DxN: wsn_mask({"w": scores_DxN}, 0.5)["w"],
+            make_args=lambda key: (jax.random.normal(key, (_D, _N)),),
+            bad_args=(np.full((_D, _N), np.nan, np.float32),)),
+    Example(name="wsn_apply", fn=wsn_apply,
+            make_args=lambda key: (_params(key), _params(jax.random.fold_in(key, 1))),
+            bad_args=(_params(jax.random.key(0)),
+                      {"w": np.ones((_D, _N + 1), np.float32), "b": np.ones(_N, np.float32)})),
+    Example(name="pec_net", fn=pec_net,
+            make_args=lambda key: (_pec_nets(key)[0], _pec_nets(key)[2]),
+            bad_args=lambda: (_pec_nets(jax.random.key(0))[0], np.ones((_B, _D + 1), np.float32))),
+    Example(name="pec_errors", fn=pec_errors, make_args=_pec_nets,
+            bad_args=lambda: (*_pec_nets(jax.random.key(0))[:2], np.ones((_B, _D + 1), np.float32))),
+    Example(name="pec_predict", fn=pec_predict,
+            make_args=lambda key: (jax.random.uniform(key, (_B, _N)),
+                                   jax.random.bernoulli(jax.random.fold_in(key, 1), 0.7, (_N,))),
+            bad_args=(np.ones((_B, _N), np.float32), np.ones((_N + 1,), bool))),
 )

@@ -24,28 +24,40 @@ import jax.numpy as jnp
 from reprojax.algorithms import _common
 
 
-def _check_net(name, p):
+def _check_keys(name, p):
   if not isinstance(p, dict) or set(p) != {"w1", "b1", "w2", "b2"}:
     raise ValueError(f"{name} must be a dict with keys w1, b1, w2, b2, got {p!r:.80}")
-  return _common.check_arrays({f"{name}.w1_DxH": p["w1"], f"{name}.b1_H": p["b1"],
-                               f"{name}.w2_HxE": p["w2"], f"{name}.b2_E": p["b2"]},
-                              batch=(f"{name}.w1_DxH", f"{name}.b1_H", f"{name}.w2_HxE",
-                                     f"{name}.b2_E"))
 
 
 def pec_net(p: dict, x_BxD: Any) -> jax.Array:
   """``relu(x W1 + b1) W2 + b2``, ``(B, E)``."""
-  return jax.nn.relu(x_BxD @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+  _check_keys("p", p)
+  a = _common.check_arrays({"p.w1_DxH": p["w1"], "p.b1_H": p["b1"], "p.w2_HxE": p["w2"],
+                            "p.b2_E": p["b2"], "x_BxD": x_BxD})
+  return _net(a["p.w1_DxH"], a["p.b1_H"], a["p.w2_HxE"], a["p.b2_E"], a["x_BxD"])
+
+
+def _net(w1, b1, w2, b2, x):
+  return jax.nn.relu(x @ w1 + b1) @ w2 + b2
 
 
 def pec_errors(teacher: dict, students: dict, x_BxD: Any) -> jax.Array:
   """``(B, C)``: each student's squared error against the teacher, ``||h_k(x) - g(x)||^2``
   averaged over the E outputs; ``students`` has a leading class axis C on every leaf."""
-  _check_net("teacher", teacher)
-  _check_net("students", students)
-  x_BxD = _common.check_arrays({"x_BxD": x_BxD})["x_BxD"]
-  target_BxE = pec_net(teacher, x_BxD)
-  out_CxBxE = jax.vmap(lambda s: pec_net(s, x_BxD))(students)
+  _check_keys("teacher", teacher)
+  _check_keys("students", students)
+  a = _common.check_arrays({
+      "teacher.w1_DxH": teacher["w1"], "teacher.b1_H": teacher["b1"],
+      "teacher.w2_HxE": teacher["w2"], "teacher.b2_E": teacher["b2"],
+      "students.w1_CxDxG": students["w1"], "students.b1_CxG": students["b1"],
+      "students.w2_CxGxE": students["w2"], "students.b2_CxE": students["b2"], "x_BxD": x_BxD})
+  teacher = {k: a[f"teacher.{k}_{s}"] for k, s in (("w1", "DxH"), ("b1", "H"), ("w2", "HxE"),
+                                                   ("b2", "E"))}
+  students = {k: a[f"students.{k}_{s}"] for k, s in (("w1", "CxDxG"), ("b1", "CxG"),
+                                                     ("w2", "CxGxE"), ("b2", "CxE"))}
+  x_BxD = a["x_BxD"]
+  target_BxE = _net(teacher["w1"], teacher["b1"], teacher["w2"], teacher["b2"], x_BxD)
+  out_CxBxE = jax.vmap(lambda s: _net(s["w1"], s["b1"], s["w2"], s["b2"], x_BxD))(students)
   return jnp.mean((out_CxBxE - target_BxE[None]) ** 2, axis=-1).T
 
 

@@ -30,6 +30,7 @@ from reprojax.algorithms import _common
 from reprojax.algorithms.snv import _checks
 
 
+@jax.jit
 def _top_share(s, capacity):
   """0/1 mask of the ``ceil(capacity * size)`` largest entries of ``s``.
 
@@ -63,11 +64,13 @@ def wsn_mask(scores: Any, capacity: Any) -> Any:
   capacity = _common.check_array("capacity", capacity, scalars=True)
   _common.check_in_range("capacity", capacity, 0.0, 1.0, lo_open=True)
 
-  def one(s):
-    hard = _top_share(jax.lax.stop_gradient(s), capacity)
-    return hard + (s - jax.lax.stop_gradient(s))  # exactly hard in value
+  return jax.tree.map(lambda s: _straight_through(s, capacity), scores)
 
-  return jax.tree.map(one, scores)
+
+@jax.jit
+def _straight_through(s, capacity):
+  hard = _top_share(jax.lax.stop_gradient(s), capacity)
+  return hard + (s - jax.lax.stop_gradient(s))  # exactly hard in value
 
 
 def wsn_apply(params: Any, mask: Any) -> Any:
