@@ -7,7 +7,8 @@ paper's headline is on ImageNet-1k), which needs data this machine cannot downlo
 this config is the largest form of our digits stream the suite knows: 20 seeds,
 wider layers (2 x 256 neurons), 500 steps per task, 64 permutations, finer grids.
 Hardware and time: one accelerator, or 1-1.5 h on 2 CPU cores (not measured: the quick
-run's 42 s scaled by replicas (x2 seeds, x1.3-1.7 grids), layer width (about x10 per
+run's 42 s (before issue 67 added SNV-A, WSN and PEC, which took the quick run from 80 s
+to 120 s on shared cores) scaled by replicas (x2 seeds, x1.3-1.7 grids), layer width (about x10 per
 forward pass), steps (x3.3) and, for the valuations, players (x4) and permutations (x2)).
 Its main step lowers on an 8-device mesh in the tests.
 """
