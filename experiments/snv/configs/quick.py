@@ -2,8 +2,8 @@ r"""SNV at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.snv.main --config=experiments/snv/configs/quick.py --workdir=/tmp/snv
 
-Hardware and time: 2 CPU cores, about two minutes (120 s on 2 shared cores; 80 s before
-SNV-A, WSN and PEC joined). Split digits (scikit-learn's 8 x 8 digits, 5 tasks of 2
+Hardware and time: 2 CPU cores, about two minutes (117 s in make reproduce beside one other
+paper; 80 s before SNV-A, WSN and PEC joined). Split digits (scikit-learn's 8 x 8 digits, 5 tasks of 2
 classes), an MLP of two hidden layers of 64 ReLU neurons, in the task- and
 class-incremental protocols; fine-tuning, EWC, SI, MAS and freezing by weight
 magnitude (PackNet-style), by random scores, by activation and by Shapley value (SNV,

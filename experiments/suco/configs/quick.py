@@ -4,7 +4,7 @@ r"""SuCo at quick scale (part of `make reproduce`).
 
 Hardware and time: 2 CPU cores; 69.8-77.8 s alone before the true-level ablation was added,
 which adds about 10 CPU seconds a seed (estimate: near 90 s alone, not measured alone; the
-committed run took 238.9 s with the cores shared about three ways). Three seeds,
+committed run took 157 s in make reproduce beside one other paper). Three seeds,
 in two threads on a one-device CPU run (``common.map_seeds``; bit for bit one after
 another): each trains the suite's small decoder on arithmetic chains of 1 to 4 operations,
 samples its own chain on each MSC question (the lengths rank the questions: the paper's
