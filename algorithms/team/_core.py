@@ -88,7 +88,18 @@ def limited_top_k(logits_BxTxE: jax.Array, k: int, routed_BxT: jax.Array,
   values). A row with no such donor token leaves its limited tokens unrestricted.
   What a mixture-of-experts layer takes as its ``route``
   (``reprojax.models.llama.MoeMlp``)."""
-  e = logits_BxTxE.shape[-1]
+  shape = jnp.shape(logits_BxTxE)
+  if len(shape) != 3 or not 1 <= int(k) <= shape[-1]:
+    raise ValueError(f"limited_top_k: logits_BxTxE must be (B, T, E) with 1 <= k <= E, got "
+                     f"{shape} and k={k}")
+  for name, x in (("routed_BxT", routed_BxT), ("limited_BxT", limited_BxT)):
+    if jnp.shape(x) != shape[:2] or jnp.asarray(x).dtype != jnp.bool_:
+      raise ValueError(f"limited_top_k: {name} must be a bool array of shape {shape[:2]}, "
+                       f"got {jnp.asarray(x).dtype} {jnp.shape(x)}")
+  if not jnp.issubdtype(jnp.asarray(logits_BxTxE).dtype, jnp.floating):
+    raise ValueError(f"limited_top_k: logits_BxTxE must be floating, got "
+                     f"{jnp.asarray(logits_BxTxE).dtype}")
+  e = shape[-1]
   top_BxTxK, experts_BxTxK = jax.lax.top_k(logits_BxTxE, k)
   chosen_BxTxE = jnp.any(jax.nn.one_hot(experts_BxTxK, e, dtype=bool), axis=-2)
   donors_BxT = routed_BxT & ~limited_BxT

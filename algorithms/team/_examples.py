@@ -84,6 +84,12 @@ def _stats(key):
 
 
 EXAMPLES = (
+    Example("limited_top_k", lambda lg, r, lim: c.limited_top_k(lg, 2, r, lim),
+            lambda key: (jax.random.normal(key, (2, 5, 4)),
+                         jax.random.bernoulli(key, 0.8, (2, 5)),
+                         jax.random.bernoulli(jax.random.fold_in(key, 1), 0.4, (2, 5))),
+            bad_args=lambda: (jnp.zeros((2, 5, 4)), jnp.ones((2, 4), bool),
+                              jnp.ones((2, 5), bool))),
     Example("block_causal", c.block_causal,
             lambda key: (jnp.arange(8) // 4, jax.random.bernoulli(key, 0.8, (8,))),
             bad_args=(jnp.arange(8) // 4, jnp.ones((7,), bool))),

@@ -48,7 +48,7 @@ def check_tiny_run(config, m, workdir, again):
   assert int(config.rl.steps) > 0 and os.path.isdir(workdir / "rl_seed0" / "checkpoints")
   assert all(f"rl_{n}_acc" in m for n in names) and "gap_rl_long_1_vs_long_1" in m
   ids = [c.id for c in experiment.claims(config, m)]
-  assert ids == ["sr_beats_long", "pdr_beats_long", "pdr_beats_sr",
+  assert ids == ["sr_beats_long", "pdr_beats_long", "pdr_beats_sr", "pdr_vs_best_of_n",
                  "shuffled_control_loses_gain", "rl_moves_frontier", "workspace_bounded"]
   # the rerun restored the trained models from their orbax checkpoints: same numbers
   np.testing.assert_equal({k: v for k, v in again.items() if not k.startswith("time_")},
