@@ -167,7 +167,7 @@ def conjunction_margin(parts: Sequence[tuple[bool, float | None]]) -> float | No
   return min(ms) if held else max(ms)
 
 
-class Test(NamedTuple):
+class Verdict(NamedTuple):
   """A rule's verdict and its margin in standard errors (:class:`Evidence`'s ``margin_se``:
   a holding verdict measured from where the statement flips, a failing one from the rule's
   threshold; None without a standard error)."""
@@ -193,16 +193,16 @@ def _se_margin(value: float, threshold: float, se: float) -> float | None:
   return None if not se > 0 else abs(float(value) - float(threshold)) / float(se)
 
 
-def beats(gap: float, se: float, k: float = 2.0) -> Test:
+def beats(gap: float, se: float, k: float = 2.0) -> Verdict:
   """"A beats B": the paired gap ``A - B`` (higher is better) is above 0 and above ``k``
   standard errors. Margin (:class:`Evidence`'s convention): from 0 when it holds, from ``k``
   s.e. when it fails (a gap of 1.5 s.e. fails by 0.5)."""
   if gap > 0 and gap > k * se:
-    return Test(True, _se_margin(gap, 0.0, se) if se > 0 else math.inf)
-  return Test(False, _se_margin(gap, k * se, se))
+    return Verdict(True, _se_margin(gap, 0.0, se) if se > 0 else math.inf)
+  return Verdict(False, _se_margin(gap, k * se, se))
 
 
-def non_inferior(gap: float, se: float, margin: float, k: float = 2.0) -> Test:
+def non_inferior(gap: float, se: float, margin: float, k: float = 2.0) -> Verdict:
   """"A is no worse than B by more than ``margin``": the lower bound ``gap - k se`` of the
   paired gap ``A - B`` (higher is better) is at least ``-margin``. Margin in s.e.: the gap's
   distance from ``-margin`` when it holds, the bound's shortfall when it fails."""
@@ -210,11 +210,11 @@ def non_inferior(gap: float, se: float, margin: float, k: float = 2.0) -> Test:
     raise ValueError(f"non_inferior: margin must be >= 0, got {margin}")
   holds = bool(gap - k * se >= -margin)
   if holds:
-    return Test(True, _se_margin(gap, -margin, se) if se > 0 else math.inf)
-  return Test(False, _se_margin(gap - k * se, -margin, se) if se > 0 else math.inf)
+    return Verdict(True, _se_margin(gap, -margin, se) if se > 0 else math.inf)
+  return Verdict(False, _se_margin(gap - k * se, -margin, se) if se > 0 else math.inf)
 
 
-def equivalent(gap: float, se: float, margin: float, k: float = 2.0) -> Test:
+def equivalent(gap: float, se: float, margin: float, k: float = 2.0) -> Verdict:
   """"A and B are equal within ``margin``" (two one-sided tests): ``|gap| + k se`` is at
   most ``margin``, so a gap whose s.e. is wide is not called equal. Margin in s.e.: how far
   ``|gap|`` lies inside ``margin`` when it holds, how far ``|gap| + k se`` lies outside when
@@ -224,8 +224,8 @@ def equivalent(gap: float, se: float, margin: float, k: float = 2.0) -> Test:
   g = abs(float(gap))
   holds = bool(g + k * se <= margin)
   if holds:
-    return Test(True, _se_margin(g, margin, se) if se > 0 else math.inf)
-  return Test(False, _se_margin(g + k * se, margin, se) if se > 0 else math.inf)
+    return Verdict(True, _se_margin(g, margin, se) if se > 0 else math.inf)
+  return Verdict(False, _se_margin(g + k * se, margin, se) if se > 0 else math.inf)
 
 
 def increasing(levels: Sequence[float], values: Sequence[float], p_value: float = 0.05,
