@@ -14,7 +14,6 @@ records the named papers' new ids, and refuses to change a recorded one.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -36,7 +35,7 @@ def load(path: str = PATH) -> dict[str, dict[str, Any]]:
 def declarations(slug: str) -> tuple[Mapping[str, results.Declared],
                                      Sequence[results.Retired]]:
   """A registered paper's ``CLAIMS`` and ``RETIRED`` (empty if it has none)."""
-  module = importlib.import_module(f"reprojax.experiments.{slug}.experiment")
+  module = registry.claims_module(slug)
   return getattr(module, "CLAIMS", {}), tuple(getattr(module, "RETIRED", ()))
 
 

@@ -1,12 +1,16 @@
 """The papers ``experiments/reproduce.py`` knows, by slug.
 
 A paper is registered when it has ``experiments/<slug>/main.py`` (the launcher
-entry), ``configs/tiny.py`` (seconds: its notebook's test run, not a
+entry), ``programs.py`` (what is computed: models, compiled stages, baselines),
+``experiment.py`` (``run``: the orchestration, and ``main_step``), ``claims.py`` (the
+declared claims and ``claims(config, metrics)``, pure over the metrics),
+``configs/tiny.py`` (seconds: its notebook's test run, not a
 reproduction), ``configs/quick.py`` (fits ``make reproduce``: 90 s on 2 CPU
 cores) and ``configs/full.py`` (the paper's scale; its docstring names the
 hardware and time it needs). Add the slug here last, once its tests pass.
 """
 
+import importlib
 import importlib.util
 import os
 
@@ -98,3 +102,14 @@ def load_config(slug: str, scale: str):
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module.get_config()
+
+
+def claims_module(slug: str):
+  """``reprojax.experiments.<slug>.claims``: the paper's ``CLAIMS``, ``RETIRED`` and
+  ``claims(config, metrics)`` (its ``experiment`` module while a paper has no claims module)."""
+  if slug not in PAPERS:
+    raise ValueError(f"unknown paper {slug!r}; registered: {', '.join(PAPERS)}")
+  name = f"reprojax.experiments.{slug}"
+  if importlib.util.find_spec(f"{name}.claims") is not None:
+    return importlib.import_module(f"{name}.claims")
+  return importlib.import_module(f"{name}.experiment")

@@ -144,6 +144,10 @@ def margin_part(stat: float, threshold: float, se: float, passes: bool, seeds: i
                 higher_passes: bool = True) -> tuple[bool, float | None]:
   """One part of a verdict, for :func:`conjunction_margin`: ``(passes, margin)``.
 
+  Deprecated: it measures a failing part that lies on the passing side of ``threshold`` as
+  0, where :func:`exceeds` (and :func:`beats`) measure it from the rule's bar, as
+  :class:`Evidence` asks; claims code uses those.
+
   The margin is ``stat``'s distance from ``threshold`` in s.e. when ``stat`` lies on the
   side the part's verdict says (``higher_passes``: above ``threshold`` is the passing
   side), else 0: a gap above zero but inside a 2-s.e. rule fails for want of evidence, not
@@ -157,7 +161,7 @@ def margin_part(stat: float, threshold: float, se: float, passes: bool, seeds: i
 
 
 def conjunction_margin(parts: Sequence[tuple[bool, float | None]]) -> float | None:
-  """A conjunction's margin from :func:`margin_part`'s: the smallest of its parts' when all
+  """A conjunction's margin from its parts' ``(passes, margin)`` (:class:`Verdict`\ s): the smallest of its parts' when all
   pass (the part nearest to failing), else the largest of the failing parts' (every one
   must flip for the claim to hold); None if a deciding part has no standard error."""
   held = all(p for p, _ in parts)
@@ -193,13 +197,25 @@ def _se_margin(value: float, threshold: float, se: float) -> float | None:
   return None if not se > 0 else abs(float(value) - float(threshold)) / float(se)
 
 
+def exceeds(value: float, threshold: float, se: float, k: float = 2.0,
+            higher: bool = True) -> Verdict:
+  """"``value`` lies beyond ``threshold`` by more than ``k`` standard errors": above it when
+  ``higher``, below it otherwise (``k = 0`` is the plain comparison, strict). Margin
+  (:class:`Evidence`'s convention): from ``threshold`` when it holds, from the rule's bar
+  ``threshold +- k se`` when it fails (a value 1.5 s.e. past the threshold under ``k = 2``
+  fails by 0.5); inf for a holding verdict with ``se = 0``, None for a failing one."""
+  sign = 1.0 if higher else -1.0
+  d = sign * (float(value) - float(threshold))
+  if d > 0 and d > k * se:
+    return Verdict(True, _se_margin(d, 0.0, se) if se > 0 else math.inf)
+  return Verdict(False, _se_margin(d, k * se, se))
+
+
 def beats(gap: float, se: float, k: float = 2.0) -> Verdict:
   """"A beats B": the paired gap ``A - B`` (higher is better) is above 0 and above ``k``
-  standard errors. Margin (:class:`Evidence`'s convention): from 0 when it holds, from ``k``
-  s.e. when it fails (a gap of 1.5 s.e. fails by 0.5)."""
-  if gap > 0 and gap > k * se:
-    return Verdict(True, _se_margin(gap, 0.0, se) if se > 0 else math.inf)
-  return Verdict(False, _se_margin(gap, k * se, se))
+  standard errors (:func:`exceeds` with threshold 0). Margin: from 0 when it holds, from
+  ``k`` s.e. when it fails (a gap of 1.5 s.e. fails by 0.5)."""
+  return exceeds(gap, 0.0, se, k)
 
 
 def non_inferior(gap: float, se: float, margin: float, k: float = 2.0) -> Verdict:

@@ -10,10 +10,12 @@ same numbers on 8 devices as on 1, at the tiny config's shapes, is checked with 
 8 devices split over two processes (``test_multihost.py``).
 """
 
+import ast
 import glob
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -87,9 +89,8 @@ def _committed(slug):
 def test_claims_recomputed_from_committed_metrics(slug):
   """``claims`` is a pure function of the metrics: the committed file's verdicts come back."""
   res = _committed(slug)
-  experiment = importlib.import_module(f"reprojax.experiments.{slug}.experiment")
   config = ml_collections.ConfigDict(res["config"])
-  got = experiment.claims(config, results_lib.load_metrics(res))
+  got = registry.claims_module(slug).claims(config, results_lib.load_metrics(res))
   assert [(c.id, bool(c.holds)) for c in got] == [(c["id"], c["holds"]) for c in res["claims"]]
   assert [c.ours for c in got] == [c["ours"] for c in res["claims"]]
   assert [c.kind for c in got] == [c["kind"] for c in res["claims"]]
@@ -110,7 +111,7 @@ def test_declared_claims_match_the_ledger_and_the_committed_results(slug):
   committed quick run holds exactly the declared ids, and every other committed run of the
   paper only ids the ledger knows."""
   declared, retired = claims_ledger.declarations(slug)
-  assert declared, f"{slug}: experiment.CLAIMS declares no claim"
+  assert declared, f"{slug}: its claims module declares no CLAIMS"
   assert not claims_ledger.problems(slug, declared, retired,
                                     claims_ledger.load().get(slug, {}))
   res = _committed(slug)
@@ -121,6 +122,52 @@ def test_declared_claims_match_the_ledger_and_the_committed_results(slug):
     with open(path) as f:
       unknown = {c["id"] for c in json.load(f)["claims"]} - known
     assert not unknown, f"{path}: claim ids the ledger does not know: {sorted(unknown)}"
+
+
+# What a claims module may import: it is pure over the metrics (no JAX, no programs).
+_CLAIMS_IMPORTS = ("__future__", "collections", "dataclasses", "functools", "itertools",
+                   "math", "re", "statistics", "typing", "numpy", "scipy", "ml_collections",
+                   "reprojax.experiments.results")
+_MAX_EXPERIMENT_LINES = 450
+
+
+def _imports(path):
+  with open(path) as f:
+    tree = ast.parse(f.read())
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      yield from (a.name for a in node.names)
+    elif isinstance(node, ast.ImportFrom):
+      yield from (f"{node.module}.{a.name}" for a in node.names)
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_a_paper_keeps_programs_run_and_claims_apart(slug):
+  """Every paper's inner layout: ``programs.py`` (what is computed), ``experiment.py`` (``run``
+  as orchestration, under 450 lines), ``claims.py`` (pure over the metrics: no JAX, no
+  programs), and ``main.py`` joining ``experiment.run`` to ``claims.claims``."""
+  folder = os.path.join(ROOT, "experiments", slug)
+  if not os.path.isfile(os.path.join(folder, "claims.py")):
+    pytest.skip(f"{slug} is not split yet")  # issue 65: removed once every paper is split
+  for name in ("programs.py", "experiment.py", "claims.py", "main.py"):
+    assert os.path.isfile(os.path.join(folder, name)), f"{slug} has no {name}"
+  with open(os.path.join(folder, "experiment.py")) as f:
+    lines = len(f.read().splitlines())
+  assert lines <= _MAX_EXPERIMENT_LINES, f"{slug}/experiment.py has {lines} lines: move the " \
+      "computation to programs.py"
+  bad = [m for m in _imports(os.path.join(folder, "claims.py"))
+         if not any(m == ok or m.startswith(ok + ".") for ok in _CLAIMS_IMPORTS)]
+  assert not bad, f"{slug}/claims.py imports {bad}: claims are pure over the metrics"
+  with open(os.path.join(folder, "claims.py")) as f:
+    by_hand = re.findall(r"[0-9.]+ *\* *[A-Za-z_]*se\b|margin_part|margin_in_se", f.read())
+  assert not by_hand, f"{slug}/claims.py writes a k-s.e. rule by hand ({by_hand}): use " \
+      "results.beats / exceeds / non_inferior / equivalent"
+  with open(os.path.join(folder, "main.py")) as f:
+    main = f.read()
+  assert "launcher.main(experiment.run, claims.claims" in main, main
+  module = registry.claims_module(slug)
+  assert module.__name__.endswith(f"{slug}.claims") and callable(module.claims)
+  assert module.CLAIMS and all(isinstance(d, results_lib.Declared) for d in module.CLAIMS.values())
 
 
 def _experiment(slug):

@@ -238,6 +238,13 @@ def test_the_shared_rules_against_hand_computed_cases():
   assert results_lib.beats(0.5, 0.1) == (True, pytest.approx(5.0))
   assert results_lib.beats(0.15, 0.1) == (False, pytest.approx(0.5))  # inside 2 s.e.
   assert results_lib.beats(-0.1, 0.1) == (False, pytest.approx(3.0))
+  # exceeds: a threshold other than 0, either side, any k (k = 0 is the strict comparison)
+  assert results_lib.exceeds(0.9, 0.5, 0.1) == (True, pytest.approx(4.0))
+  assert results_lib.exceeds(0.65, 0.5, 0.1) == (False, pytest.approx(0.5))
+  assert results_lib.exceeds(0.2, 0.5, 0.1, higher=False) == (True, pytest.approx(3.0))
+  assert results_lib.exceeds(0.5, 0.5, 0.1, k=0) == (False, pytest.approx(0.0))
+  assert results_lib.exceeds(0.7, 0.5, 0.0) == (True, float("inf"))
+  assert results_lib.exceeds(0.4, 0.5, 0.0) == (False, None)
   # non-inferiority within 0.05: the lower 2-s.e. bound at or above -0.05
   assert results_lib.non_inferior(-0.01, 0.01, 0.05) == (True, pytest.approx(4.0))
   assert results_lib.non_inferior(-0.04, 0.01, 0.05) == (False, pytest.approx(1.0))
