@@ -161,7 +161,7 @@ def margin_part(stat: float, threshold: float, se: float, passes: bool, seeds: i
 
 
 def conjunction_margin(parts: Sequence[tuple[bool, float | None]]) -> float | None:
-  """A conjunction's margin from its parts' ``(passes, margin)`` (:class:`Verdict`\ s): the smallest of its parts' when all
+  """A conjunction's margin from its parts' ``(passes, margin)`` (such as :class:`Verdict` values): the smallest of its parts' when all
   pass (the part nearest to failing), else the largest of the failing parts' (every one
   must flip for the claim to hold); None if a deciding part has no standard error."""
   held = all(p for p, _ in parts)
