@@ -27,7 +27,7 @@ from reprojax.algorithms import calm
 from reprojax.data import calm as calm_data
 from reprojax.experiments import bench
 from reprojax.experiments import registry
-from reprojax.experiments.calm import experiment
+from reprojax.experiments.calm import programs
 from reprojax.models import llama
 
 N = 256
@@ -72,9 +72,9 @@ def cbc_verify(tokens, optimum: float, rtol: float = 1e-6) -> bool:
 
 def _split(config, probs, attempts) -> str:
   """Per-problem milliseconds of generation, parsing and solving (see the docstring)."""
-  cfg = experiment.model_config(config)
+  cfg = programs.model_config(config)
   params = jax.device_get(llama.init(cfg, jax.random.key(0)))
-  gen = experiment.generator(config, params, 1.0)
+  gen = programs.generator(config, params, 1.0)
   prompts = [p.prompt for p in probs]
   gen(prompts, jax.random.key(0))  # compile
   t = time.perf_counter()
@@ -88,7 +88,7 @@ def _split(config, probs, attempts) -> str:
     calm.solve(f)
   s = (time.perf_counter() - t) / N
   return (f"per verified problem: generation {1e3 * g:.2f} ms (decoder d = "
-          f"{int(config.model.d_model)}, up to {experiment.new_tokens(config)} tokens), "
+          f"{int(config.model.d_model)}, up to {programs.new_tokens(config)} tokens), "
           f"parsing {1e3 * p:.3f} ms, solving {1e3 * s:.2f} ms: {1 / (g + p + s):.0f} "
           f"verified problems per second end to end")
 
