@@ -22,15 +22,15 @@ from reprojax.algorithms import suco
 from reprojax.data import suco as suco_data
 from reprojax.experiments import bench
 from reprojax.experiments import registry
-from reprojax.experiments.suco import experiment
+from reprojax.experiments.suco import programs
 from reprojax.models import llama
 
 
 def workloads(full: bool) -> list[bench.Workload]:
   del full  # one size at every scale
   config = registry.load_config("suco", "quick")
-  task = experiment.task_of(config)
-  cfg = experiment.model_config(config)
+  task = programs.task_of(config)
+  cfg = programs.model_config(config)
   params = jax.device_get(llama.init(cfg, jax.random.key(0)))
   ch = suco_data.sample(task, 64, 0, config.train_levels)
   apply = jax.jit(lambda i, m: llama.Llama(cfg).apply(params, i, m))

@@ -65,7 +65,7 @@ def main_steps(report, pid):
 
 
 def suco_training(report, pid):
-  from reprojax.experiments.suco import experiment as suco  # pylint: disable=g-import-not-at-top
+  from reprojax.experiments.suco import programs as suco  # pylint: disable=g-import-not-at-top
   from reprojax.models import llama  # pylint: disable=g-import-not-at-top
   config = registry.load_config("suco", "tiny")
   cfg = suco.model_config(config)

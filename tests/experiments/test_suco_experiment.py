@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from reprojax.experiments import registry
+from reprojax.experiments.suco import claims
 from reprojax.experiments.suco import experiment
+from reprojax.experiments.suco import programs
 
 
 RERUN = True  # tests/test_notebooks.py reruns the notebook's experiment in its folder
@@ -26,17 +28,17 @@ def check_tiny_run(config, m, workdir, again):
   # the truncated base never thinks past its budget (MFT's mean length, rounded)
   assert m["truncated_tokens"] <= m["truncation_budget"] + 1e-9
   for lv in config.train_levels:
-    for pre in ("", experiment.ORACLE):  # the paper's threshold and the true-level ablation
+    for pre in ("", claims.ORACLE):  # the paper's threshold and the true-level ablation
       assert 0 <= m[f"{pre}msc_steps_L{lv}"] <= 2 * lv + 1  # within the question's chain
       assert 0 <= m[f"{pre}msc_agree_L{lv}"] <= 1 and 0 <= m[f"{pre}msc_fallback_L{lv}"] <= 1
     assert 0 < m[f"complexity_L{lv}"] <= 1  # a percentile rank among the MSC questions
   assert m["oracle_level_truncated_tokens"] <= m["oracle_level_truncation_budget"] + 1e-9
   assert -1 <= m["complexity_level_rank_corr"] <= 1
   assert os.path.isfile(workdir / "levels.png")
-  ids = [c.id for c in experiment.claims(config, m)]
+  ids = [c.id for c in claims.claims(config, m)]
   assert ids == ["msc_grows", "mft_shortens_noninferior", "sapo_shortens_noninferior",
                  "heldout_holds_noninferior", "beats_truncation"]
-  assert [c.id for c in experiment.ablation_claims(config, m)] == ids
+  assert [c.id for c in claims.ablation_claims(config, m)] == ids
   # registry.CHECKPOINTED: the rerun restored every seed's base model from its orbax
   # checkpoint and ended with the same metrics, bit for bit
   assert again.pop("base_restored") == 1.0 and m.pop("base_restored") == 0.0
@@ -47,14 +49,14 @@ def test_the_base_models_cache_key():
   """Other base settings give another key, so the cached model is not reused; settings the
   base does not depend on keep it."""
   config = registry.load_config("suco", "tiny")
-  key = experiment._base_key(config, 0)  # pylint: disable=protected-access
+  key = programs.base_key(config, 0)
   with config.unlocked():
     config.sapo_steps += 1
-  assert experiment._base_key(config, 0) == key  # pylint: disable=protected-access
+  assert programs.base_key(config, 0) == key
   with config.unlocked():
     config.base_steps += 1
-  assert experiment._base_key(config, 0) != key  # pylint: disable=protected-access
-  assert experiment._base_key(config, 1) != experiment._base_key(config, 0)  # pylint: disable=protected-access
+  assert programs.base_key(config, 0) != key
+  assert programs.base_key(config, 1) != programs.base_key(config, 0)
 
 
 def _metrics(acc_gap=0.0, se=0.01, tokens=5.0, steps=(1.0, 2.0, 3.0, 4.0), trunc_gap=0.3):
@@ -78,7 +80,7 @@ def _metrics(acc_gap=0.0, se=0.01, tokens=5.0, steps=(1.0, 2.0, 3.0, 4.0), trunc
 
 def test_claims_on_hand_made_metrics():
   config = registry.load_config("suco", "quick")
-  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  c = {x.id: x for x in claims.claims(config, _metrics())}
   assert all(x.holds for x in c.values()), [x.id for x in c.values() if not x.holds]
   assert all(x.evidence is not None and x.evidence.seeds == 3 for x in c.values())
   assert c["msc_grows"].evidence.by_construction  # the chain lengths are planted
@@ -86,11 +88,11 @@ def test_claims_on_hand_made_metrics():
   # equal accuracy (gap 0, s.e. 0.01) lies 2 s.e. inside the 0.02 margin, whatever the
   # token cut's
   assert c["mft_shortens_noninferior"].evidence.margin_se == pytest.approx(2.0)
-  c = {x.id: x for x in experiment.claims(config, _metrics(acc_gap=0.05))}
+  c = {x.id: x for x in claims.claims(config, _metrics(acc_gap=0.05))}
   # the nearer part: accuracy 7 s.e. above -0.02, tokens (7.7 - 5) / (0.5 sqrt(0.3 + 0.7))
   # = 5.4 s.e. under 0.7x
   assert c["mft_shortens_noninferior"].evidence.margin_se == pytest.approx(5.4)
-  c = {x.id: x for x in experiment.claims(config, _metrics(
+  c = {x.id: x for x in claims.claims(config, _metrics(
       acc_gap=-0.05, tokens=9.0, steps=(1.0, 2.0, 2.0, 4.0), trunc_gap=0.05))}
   assert not any(x.holds for x in c.values())
   # a failing conjunction: the failing part farthest from passing (accuracy, 5 s.e.
@@ -98,7 +100,7 @@ def test_claims_on_hand_made_metrics():
   # (the lower bound -0.07 is 5 s.e. below -0.02)
   assert c["mft_shortens_noninferior"].evidence.margin_se == pytest.approx(5.0)
   # non-inferiority within 0.02: the gap minus 2 s.e. must stay at or above -0.02
-  held = lambda **kw: {x.id: x for x in experiment.claims(config, _metrics(**kw))}[  # noqa: E731
+  held = lambda **kw: {x.id: x for x in claims.claims(config, _metrics(**kw))}[  # noqa: E731
       "mft_shortens_noninferior"].holds
   assert not held(acc_gap=-0.03) and not held(acc_gap=-0.015)
   assert held(acc_gap=-0.015, se=0.002)
@@ -113,16 +115,16 @@ def test_the_ablation_is_read_under_the_same_rules_and_counts_nothing():
   m = _metrics()
   m.update({"complexity_level_rank_corr": 0.8, **{f"msc_fallback_L{lv}": 0.1 for lv in
                                                    (1, 2, 3, 4)}})
-  assert experiment.ablation_claims(config, m) == []  # a run without the ablation
+  assert claims.ablation_claims(config, m) == []  # a run without the ablation
   bad = _metrics(acc_gap=-0.05, tokens=9.0, steps=(1.0, 2.0, 2.0, 4.0), trunc_gap=0.05)
-  oracle = {experiment.ORACLE + k: v for k, v in bad.items()
+  oracle = {claims.ORACLE + k: v for k, v in bad.items()
             if k.startswith(("msc_", "mft_", "sapo_", "gap_", "trunc"))}
   with_ablation = {**m, **oracle}
-  paper = {c.id: c for c in experiment.claims(config, with_ablation)}
-  assert paper == {c.id: c for c in experiment.claims(config, m)}  # the ablation decides nothing
+  paper = {c.id: c for c in claims.claims(config, with_ablation)}
+  assert paper == {c.id: c for c in claims.claims(config, m)}  # the ablation decides nothing
   assert all(c.holds for c in paper.values())
   assert "0.6 + 0.3 C" in paper["msc_grows"].ours and "Spearman 0.80" in paper["msc_grows"].ours
-  ablation = {c.id: c for c in experiment.ablation_claims(config, with_ablation)}
+  ablation = {c.id: c for c in claims.ablation_claims(config, with_ablation)}
   assert list(ablation) == list(paper) and not any(c.holds for c in ablation.values())
   assert "true level (0.6 to 0.9)" in ablation["msc_grows"].ours
 
