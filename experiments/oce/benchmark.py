@@ -23,7 +23,7 @@ import numpy as np
 
 from reprojax.algorithms import oce
 from reprojax.experiments import bench
-from reprojax.experiments.oce import experiment
+from reprojax.experiments.oce import programs
 
 _KW = dict(preserve_scale=1.0, generic_scale=10.0, lam=10.0)
 _ERASE_SCALE = 1000.0
@@ -67,7 +67,7 @@ def _agree(ours, peer):
 def workloads(full: bool) -> list[bench.Workload]:
   """One row: 100 concepts (100 kept, one guide) on the 16 SD v1.4 to_v shapes."""
   del full  # the paper's shapes at every scale
-  weights, erase, guide, preserve, generic = experiment.sd_shapes_problem(jax.random.key(0), 100)
+  weights, erase, guide, preserve, generic = programs.sd_shapes_problem(jax.random.key(0), 100)
 
   def ours():
     return oce.oce_edit_layers(weights, erase, guide, preserve, generic,
@@ -76,9 +76,9 @@ def workloads(full: bool) -> list[bench.Workload]:
   # FLOPs of one call of ours, dominant terms per layer (an n x n SVD ~ 22 n^3 as LAPACK's
   # gesdd): O <= I: the O x O SVD, W0 (C W0^T) 2 O I^2 + 2 O^2 I, R W0 2 O^2 I; O > I (the
   # range solve): the thin QR 4 O I^2, the I x I SVD, T (C T^T) 4 I^3, Q (U V^T T) 2 O I^2 + 2 I^3.
-  i = experiment.SD14_TEXT_WIDTH
+  i = programs.SD14_TEXT_WIDTH
   flops = sum(22 * o**3 + 2 * o * i**2 + 4 * o**2 * i if o <= i else
-              22 * i**3 + 6 * o * i**2 + 6 * i**3 for o in experiment.SD14_TO_V_OUT)
+              22 * i**3 + 6 * o * i**2 + 6 * i**3 for o in programs.SD14_TO_V_OUT)
   return [bench.Workload(
       paper="oce", name="OCE edit, 100 concepts at once, SD v1.4's 16 to_v shapes (320-1280 x 768)",
       ours=ours, peer=lambda: _torch_procedure(weights, erase, guide, preserve, generic),

@@ -1,7 +1,7 @@
 """The OCE experiment's figure (called from ``experiment.run``).
 
 ``erasure_vs_preservation.png``: per task, each method's validation curve over
-its erase strength (the four arms of ``experiment.METHODS``; erased digits' accuracy against the change to the other
+its erase strength (the four arms of ``programs.METHODS``; erased digits' accuracy against the change to the other
 digits' images, pixel MSE against the unedited model's; down-left is better), the validation pick circled and its test
 score (mean +- s.e. over sampling seeds) as a cross, beside the unedited model.
 """
@@ -18,7 +18,7 @@ _STYLE = {"oce": ("tab:blue", "OCE (rotation)"),
 
 def write_all(workdir, config, curves, m):
   """``curves[(task, method)] = (scales, validation metrics (K, 3), pick index)``, the metrics
-  being ``experiment.METRICS`` (erased accuracy, preserved accuracy, preserved change)."""
+  being ``programs.METRICS`` (erased accuracy, preserved accuracy, preserved change)."""
   names = list(config.erase_sets)
   fig, axes = plotting.subplots(1, len(names), figsize=(5.5 * len(names), 4.5), squeeze=False)
   for ax, name in zip(axes[0], names):

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from reprojax.data import digits
+from reprojax.experiments import digit_generator
 from reprojax.experiments import registry
-from reprojax.experiments.oce import experiment
+from reprojax.experiments.oce import claims
+from reprojax.experiments.oce import programs
 
 
 def _config():
@@ -50,7 +52,7 @@ def _metrics(config, change=(0.01, 0.02), fd=(18.0, 20.0), erased=(0.0, 0.0), qu
 
 
 def _claims(config, m):
-  return {c.id: c for c in experiment.claims(config, m)}
+  return {c.id: c for c in claims.claims(config, m)}
 
 
 _PER_TASK = ("preserved_prob", "fd_real", "fd_unedited", "oce_erases", "less_drift",
@@ -106,46 +108,46 @@ def test_preserved_probability_and_generic_prompts():
   probs = np.full((20, 10), 0.05)
   probs[np.arange(20), labels] = 0.55
   probs[labels == 0, 0] = 0.1  # digit 0 drawn badly
-  assert experiment.preserved_probability(probs, labels, (3,)) == pytest.approx(
+  assert programs.preserved_probability(probs, labels, (3,)) == pytest.approx(
       (8 * 0.55 + 0.1) / 9)
   # C_g's captions: no evaluation prompt among them (the leak issue 66 names)
   evals = {digits.prompt(d, t, n) for d in range(10) for t in range(len(digits.TEMPLATES))
            for n in (False, True)}
-  assert not set(experiment.generic_prompts()) & evals
+  assert not set(programs.generic_prompts()) & evals
 
 
 def test_pick_strength_and_score():
   # strengths 0..3: erased accuracy falls, change grows; the weakest that erases wins
-  assert experiment.pick_strength([0.9, 0.05, 0.0, 0.0], [0.1, 0.2, 0.3, 0.4], 0.1) == (1, True)
-  assert experiment.pick_strength([0.9, 0.5, 0.3], [0.1, 0.2, 0.3], 0.1) == (2, False)
+  assert programs.pick_strength([0.9, 0.05, 0.0, 0.0], [0.1, 0.2, 0.3, 0.4], 0.1) == (1, True)
+  assert programs.pick_strength([0.9, 0.5, 0.3], [0.1, 0.2, 0.3], 0.1) == (2, False)
   labels = np.repeat(np.arange(10), 2)
   pred = labels.copy()
   pred[labels == 3] = 8
   ref = np.zeros((20, 8, 8, 1), np.float32)
   img = ref.copy()
   img[labels == 0] = 0.5  # a preserved digit changed by 0.5 everywhere
-  e, k, c = experiment.score(pred, labels, (3,), img, ref)
+  e, k, c = programs.score(pred, labels, (3,), img, ref)
   assert e == 0.0 and k == 1.0 and c == pytest.approx(0.25 / 9)
 
 
 def test_frechet_distance_and_tasks():
   a = np.random.default_rng(0).normal(size=(4000, 3))
-  assert experiment.frechet_distance(a, a) == pytest.approx(0.0, abs=1e-6)
-  assert experiment.frechet_distance(a, a + 2.0) == pytest.approx(12.0, rel=1e-3)
-  assert experiment.tasks(_config()) == [("3", (3,), 8), ("25", (2, 5), 7)]
+  assert programs.frechet_distance(a, a) == pytest.approx(0.0, abs=1e-6)
+  assert programs.frechet_distance(a, a + 2.0) == pytest.approx(12.0, rel=1e-3)
+  assert claims.tasks(_config()) == [("3", (3,), 8), ("25", (2, 5), 7)]
   bad = _config()
   bad.guides = ("3", "7")
   with pytest.raises(ValueError, match="guide digit outside"):
-    experiment.tasks(bad)
+    claims.tasks(bad)
 
 
 def test_prompt_bank_rows_are_the_encoder_at_the_concept_token():
   config = registry.load_config("oce", "tiny")
-  model = experiment.make_model(config)
-  shapes = jax.eval_shape(lambda k: experiment.init_params(model, k), jax.random.key(0))
+  model = digit_generator.make_model(config)
+  shapes = jax.eval_shape(lambda k: digit_generator.init_params(model, k), jax.random.key(0))
   params = jax.tree.map(lambda s: 0.3 * np.random.default_rng(0).normal(size=s.shape).astype(
       np.float32), shapes)  # random weights without compiling the initialiser
-  bank = experiment.PromptBank(model, params)
+  bank = programs.PromptBank(model, params)
   rows = bank.concept_rows((3, 5), (1,))  # (digit, template 1, word/numeral)
   tok = digits.tokenize([digits.prompt(3, 1), digits.prompt(3, 1, True), digits.prompt(5, 1),
                          digits.prompt(5, 1, True)])
@@ -155,7 +157,7 @@ def test_prompt_bank_rows_are_the_encoder_at_the_concept_token():
   c = bank.generic_moment()
   np.testing.assert_allclose(c, c.T, atol=1e-6)
   assert np.all(np.linalg.eigvalsh(c) > -1e-5)
-  gtok = digits.tokenize(experiment.generic_prompts())
+  gtok = digits.tokenize(programs.generic_prompts())
   gctx, gmask = jax.jit(model.encode)(params, jnp.asarray(gtok))
   h = np.asarray(gctx)[np.asarray(gmask)]
   np.testing.assert_allclose(c, h.T @ h / len(h), rtol=1e-4, atol=1e-6)
@@ -174,27 +176,27 @@ def test_stop_and_resume_is_bit_identical(resumes_bit_identically):
   config.num_steps, config.checkpoint_every = 12, 4
   train_split = digits.split(digits.load(), seed=0)[0]
   resumes_bit_identically(
-      lambda workdir, mesh, stop_after: experiment.train_generator(
+      lambda workdir, mesh, stop_after: digit_generator.train_generator(
           config, str(workdir), mesh, train_split, stop_after=stop_after)[1],
       lambda workdir: workdir / "generator" / "checkpoints")
 
 
 def test_uce_kv_edits_keys_and_values_and_sends_the_erased_rows_to_the_guide():
   config = registry.load_config("oce", "tiny")
-  model = experiment.make_model(config)
-  shapes = jax.eval_shape(lambda k: experiment.init_params(model, k), jax.random.key(0))
+  model = digit_generator.make_model(config)
+  shapes = jax.eval_shape(lambda k: digit_generator.init_params(model, k), jax.random.key(0))
   params = jax.tree.map(lambda s: 0.3 * np.random.default_rng(1).normal(size=s.shape).astype(
       np.float32), shapes)
-  bank = experiment.PromptBank(model, params)
-  task = experiment.Task("3", (3,), 8, bank, (0, 1))
-  edited = experiment.uce_kv_variant(params, task, 1e4, config)
+  bank = programs.PromptBank(model, params)
+  task = programs.Task("3", (3,), 8, bank, (0, 1))
+  edited = programs.uce_kv_variant(params, task, 1e4, config)
   for proj in ("to_k", "to_v"):
-    w0, w1 = experiment.attn_weights(params, proj), experiment.attn_weights(edited, proj)
+    w0, w1 = programs.attn_weights(params, proj), programs.attn_weights(edited, proj)
     assert w0 and set(w0) == set(w1)
     for n in w0:
       moved = np.asarray(task.erase @ w1[n].T)
       want = np.asarray(task.guide_paired @ w0[n].T)
       assert np.abs(moved - want).max() < 0.05 * np.abs(want).max(), (proj, n)
-  q0 = experiment.attn_weights(params, "to_q")
-  q1 = experiment.attn_weights(edited, "to_q")
+  q0 = programs.attn_weights(params, "to_q")
+  q1 = programs.attn_weights(edited, "to_q")
   assert all(np.array_equal(q0[n], q1[n]) for n in q0)
