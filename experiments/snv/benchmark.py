@@ -26,20 +26,20 @@ import numpy as np
 from reprojax.algorithms import snv
 from reprojax.data import continual
 from reprojax.experiments import bench
-from reprojax.experiments.snv import experiment
+from reprojax.experiments.snv import programs
 from reprojax.experiments.snv.configs import quick
 
 
 def workloads(full: bool) -> list[bench.Workload]:
   del full  # the quick config's shapes at every scale
   config = quick.get_config()
-  model = experiment.make_model(config)
+  model = programs.make_model(config)
   stream = continual.digits_stream(int(config.num_tasks), int(config.classes_per_task))
   x, y = jnp.asarray(stream.x_val[0]), jnp.asarray(stream.y_val[0])
   params = model.init(jax.random.key(0), x[:1])
   n, p = sum(model.hidden), int(config.num_permutations)
-  game = experiment.make_game(model)  # the experiment's game, on task 0's classes
-  args = experiment.game_args(model, params, x, y, jnp.asarray(np.arange(model.num_classes) < 2))
+  game = programs.make_game(model)  # the experiment's game, on task 0's classes
+  args = programs.game_args(model, params, x, y, jnp.asarray(np.arange(model.num_classes) < 2))
   perms = np.stack([np.random.default_rng(i).permutation(n) for i in range(p)]).astype(np.int32)
   one = jax.jit(game)
 

@@ -7,7 +7,8 @@ import pytest
 from reprojax.data import continual
 from reprojax.experiments import registry
 from reprojax.experiments import sharding
-from reprojax.experiments.snv import experiment
+from reprojax.experiments.snv import claims
+from reprojax.experiments.snv import programs
 
 
 def test_digits_stream_is_split_by_class_without_overlap():
@@ -33,15 +34,15 @@ def test_digits_stream_is_split_by_class_without_overlap():
 def test_two_tasks_run_freezes_exactly_and_fills_the_matrices():
   config = registry.load_config("snv", "tiny")
   config.num_tasks, config.num_seeds, config.train_steps = 2, 1, 5
-  reps = experiment.replicas(config)
-  st = experiment.run_stream(config, sharding.make_mesh(), experiment.make_stream(config), reps)
+  reps = programs.replicas(config)
+  st = programs.run_stream(config, sharding.make_mesh(), programs.make_stream(config), reps)
   acc, loss, evals, drift, num_frozen, frozen, first = st[:7]
   r = len(reps.seed_R)
   assert acc["test_task"].shape == (r, 2, 2) and np.all(np.isfinite(loss))
   assert drift == 0.0 and num_frozen > 0
-  freezer = np.isin(reps.method_R, [experiment.METHODS.index(m) for m in experiment.FREEZERS])
+  freezer = np.isin(reps.method_R, [programs.METHODS.index(m) for m in programs.FREEZERS])
   # after each task a freezer freezes floor(c * N) neurons (cumulatively); nobody else any
-  a = reps.method_R == experiment.METHODS.index("snv_a")
+  a = reps.method_R == programs.METHODS.index("snv_a")
   fixed = freezer & ~a
   want = np.floor(reps.hyper_R * frozen.shape[1] + 1e-6)
   assert np.all(frozen.sum(1)[fixed] >= want[fixed])
@@ -59,11 +60,11 @@ def test_two_tasks_run_freezes_exactly_and_fills_the_matrices():
 
 def test_summaries():
   acc = np.array([[[0.9, 0.0], [0.5, 0.8]]])  # after task 0: 0.9 on it; after task 1: 0.5, 0.8
-  np.testing.assert_allclose(experiment.final_average(acc), [0.65])
-  np.testing.assert_allclose(experiment.backward_transfer(acc), [-0.4])
+  np.testing.assert_allclose(programs.final_average(acc), [0.65])
+  np.testing.assert_allclose(programs.backward_transfer(acc), [-0.4])
   ct = np.array([0, 0, 1, 1])
-  np.testing.assert_array_equal(experiment.active_classes(ct, 1, 0), [False, False, True, True])
-  np.testing.assert_array_equal(experiment.active_classes(ct, 1, 1), [True] * 4)
+  np.testing.assert_array_equal(programs.active_classes(ct, 1, 0), [False, False, True, True])
+  np.testing.assert_array_equal(programs.active_classes(ct, 1, 1), [True] * 4)
 
 
 def _metrics(gain=0.03, se=0.005, drift=0.0, rho=0.9, bwt=0.0):
@@ -85,7 +86,7 @@ def _metrics(gain=0.03, se=0.005, drift=0.0, rho=0.9, bwt=0.0):
 
 def test_claims_on_hand_made_metrics():
   config = registry.load_config("snv", "quick")
-  holds = lambda m: {c.id: c.holds for c in experiment.claims(config, m)}  # noqa: E731
+  holds = lambda m: {c.id: c.holds for c in claims.claims(config, m)}  # noqa: E731
   assert all(holds(_metrics()).values())
   weak = holds(_metrics(gain=0.008))  # under 2 s.e.
   assert not any(weak[k] for k in ("snv_a_class_il_gain", "snv_a_task_il_gain",
@@ -93,14 +94,16 @@ def test_claims_on_hand_made_metrics():
                                    "beats_random", "beats_activation"))
   assert not holds(_metrics(gain=-0.03))["snv_a_task_il_gain"]
   assert not holds(_metrics(bwt=1e-9))["masked_bwt_zero"]
-  ours = {c.id: c.ours for c in experiment.claims(config, _metrics())}
+  ours = {c.id: c.ours for c in claims.claims(config, _metrics())}
   assert "wsn" in ours["snv_a_task_il_gain"] and "pec" in ours["snv_a_class_il_gain"]
   assert not holds(_metrics(drift=1e-7))["frozen_bit_identical"]
   assert not holds(_metrics(rho=0.3))["ranking_stable"]
-  kinds = {c.id: c.kind for c in experiment.claims(config, _metrics())}
+  kinds = {c.id: c.kind for c in claims.claims(config, _metrics())}
   assert kinds["snv_a_task_il_gain"] == "paper" and kinds["frozen_bit_identical"] == "check"
   assert kinds["dense_snv_task_il_gain"] == "check"  # the dense ablation
   assert kinds["beats_random"] == "check"  # the abstract reports no ablation figure
+  # the pools the metrics' best-baseline indices point into are methods the programs run
+  assert set(claims.BASELINES) <= set(programs.METHODS)
 
 
 def _np_net(params, x, keep, fill):
@@ -122,8 +125,8 @@ def test_masked_evaluation_equals_a_hand_built_network():
   import jax
   config = registry.load_config("snv", "tiny")
   config.num_tasks, config.classes_per_task, config.hidden = 2, 2, (3, 2)
-  fns = experiment.make_fns(config, sharding.make_mesh())
-  model = experiment.make_model(config)
+  fns = programs.make_fns(config, sharding.make_mesh())
+  model = programs.make_model(config)
   rng = np.random.default_rng(0)
   params = model.init(jax.random.key(0), np.zeros((1, 4), np.float32))
   params = jax.tree.map(lambda a: rng.normal(size=a.shape).astype(np.float32), params)
