@@ -18,7 +18,7 @@ import numpy as np
 
 from reprojax.algorithms import comparison_oracle as co
 from reprojax.experiments import bench
-from reprojax.experiments.comparison_oracle import experiment
+from reprojax.experiments.comparison_oracle import programs
 
 _EPS = flags.DEFINE_float("eps", 1e-3, "Target ||grad f|| for the queries-to-eps table.")
 _QUICK = flags.DEFINE_bool("quick", False, "Smaller sizes (a smoke run).")
@@ -100,8 +100,8 @@ def queries_table(eps, quick):
                                                                       steps))(
           x0, jax.random.key(0))
       cells.append(f"{int(q)}" + ("" if bool(ok) else " (not reached)"))
-    ev, cp, okc = experiment.cma_queries(f, mon, np.asarray(x0), eps, 0,
-                                         20000 if quick else 200000)
+    ev, cp, okc = programs.cma_queries(f, mon, np.asarray(x0), eps, 0,
+                                       20000 if quick else 200000)
     sfx = "" if okc else " (not reached)"
     print(f"| {name} | {n} | {cells[0]} | {cells[1]} | {ev}{sfx} | {cp}{sfx} | |")
 
@@ -129,7 +129,7 @@ def workloads(full: bool) -> list[bench.Workload]:
 
   def peer():
     with jax.enable_x64(True):
-      return experiment.cma_queries(f, mon, np.asarray(x0), eps, 0, 200_000)
+      return programs.cma_queries(f, mon, np.asarray(x0), eps, 0, 200_000)
 
   def agree(o, p):
     q, _, ok = o

@@ -11,7 +11,8 @@ import pytest
 
 from reprojax.experiments import registry
 from reprojax.experiments import results as results_lib
-from reprojax.experiments.comparison_oracle import experiment
+from reprojax.experiments.comparison_oracle import claims
+from reprojax.experiments.comparison_oracle import programs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -33,7 +34,7 @@ def base():
 
 
 def _verdicts(config, m, **changes):
-  return {c.id: (bool(c.holds), c.kind) for c in experiment.claims(config, dict(m, **changes))}
+  return {c.id: (bool(c.holds), c.kind) for c in claims.claims(config, dict(m, **changes))}
 
 
 def test_all_hold_and_kinds(base):
@@ -80,7 +81,7 @@ def test_the_start_centre_is_a_minimiser_with_its_sign_fixed():
   import numpy as np  # pylint: disable=g-import-not-at-top
   config = registry.load_config("comparison_oracle", "tiny")
   for n in (2, 4, 8):
-    x = np.asarray(experiment.minimizer(n, config, config.seed))
+    x = np.asarray(programs.minimizer(n, config, config.seed))
     assert x[np.argmax(np.abs(x))] > 0
-    f, _ = experiment.problem(n, config, config.seed)
+    f, _ = programs.problem(n, config, config.seed)
     assert np.linalg.norm(np.asarray(jax.grad(f)(x))) < 1e-5 * max(1.0, np.linalg.norm(x))
