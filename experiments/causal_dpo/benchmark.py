@@ -25,6 +25,7 @@ import optax
 from reprojax.algorithms import causal_dpo
 from reprojax.experiments import bench
 from reprojax.experiments.causal_dpo import experiment
+from reprojax.experiments.causal_dpo import programs
 from reprojax.experiments.causal_dpo.configs import quick
 
 _STEPS = 100
@@ -32,24 +33,24 @@ _STEPS = 100
 
 def _scan_steps(config, variant: str):
   """A no-argument call running ``_STEPS`` Adam steps of ``variant``'s loss on one replica."""
-  vs = experiment.variants(config)
+  vs = programs.variants(config)
   row = {k: v[[x.name for x in vs].index(variant)]
-         for k, v in experiment.replica_args(config, vs).items()}
+         for k, v in programs.replica_args(config, vs).items()}
   step = experiment.main_step(config, jax.random.key(0))
   params, opt_state, _, _, idx_RxB, arrays, _ = step.args
   one = lambda t: jax.tree.map(lambda x: x[0], t)  # noqa: E731  (the first replica)
   params, opt_state, idx_B, arrays = one(params), one(opt_state), idx_RxB[0], one(arrays)
-  model = experiment.make_model(config)
+  model = programs.make_model(config)
   if variant == "dpo":  # plain DPO: one negative, the batch mean, nothing else computed
     def loss_fn(p, batch, key, args):
       del key, args
       history, context, target, negatives, ref_c, ref_r = batch[:6]
-      logp, _ = experiment._log_policy(model, p, history, context)  # pylint: disable=protected-access
+      logp, _ = programs.log_policy(model, p, history, context)
       pc, pr = logp[jnp.arange(target.shape[0]), target], logp[jnp.arange(target.shape[0]),
                                                               negatives[:, 0]]
       return causal_dpo.dpo_loss(pc, pr, ref_c, ref_r[:, 0], beta=config.beta), {}
   else:
-    loss_fn = experiment.preference_loss_fn(model, config.beta, config.mmd_bandwidth)
+    loss_fn = programs.preference_loss_fn(model, config.beta, config.mmd_bandwidth)
   opt = optax.adam(config.pref_learning_rate)
   n = arrays[0].shape[0]
 

@@ -8,7 +8,8 @@ import pytest
 
 from reprojax.algorithms import causal_dpo
 from reprojax.data import recsys
-from reprojax.experiments.causal_dpo import experiment
+from reprojax.experiments.causal_dpo import claims
+from reprojax.experiments.causal_dpo import programs
 from reprojax.experiments.causal_dpo.configs import quick
 from reprojax.models import recommender
 
@@ -92,9 +93,9 @@ def test_replica_loss_is_the_library_objective_for_each_variant():
   model = recommender.NextItemRecommender(num_items=20, embed_dim=8, hidden_dim=16)
   batch = _batch(0)
   params = model.init(jax.random.key(0), batch[0][:1], batch[1][:1])
-  loss_fn = experiment.preference_loss_fn(model, 0.3, 1.0)
-  vs = {v.name: i for i, v in enumerate(experiment.variants(config))}
-  rows = experiment.replica_args(config, experiment.variants(config))
+  loss_fn = programs.preference_loss_fn(model, 0.3, 1.0)
+  vs = {v.name: i for i, v in enumerate(programs.variants(config))}
+  rows = programs.replica_args(config, programs.variants(config))
   args = lambda name: {k: v[vs[name]] for k, v in rows.items()}  # noqa: E731
   logp = jax.nn.log_softmax(recommender.exclude(model.apply(params, batch[0], batch[1]),
                                                 batch[0]))
@@ -174,8 +175,8 @@ def _metrics(**over):
     ({"k_sdpo_vs_dpo_gain": -0.5, "k_oracle_vs_sdpo_gain": -0.5}, set()),
 ])
 def test_claims_flip_at_their_thresholds(over, flips):
-  got = {c.id: c.holds for c in experiment.claims(quick.get_config(), _metrics(**over))}
-  assert set(got) == set(experiment.CLAIMS)
+  got = {c.id: c.holds for c in claims.claims(quick.get_config(), _metrics(**over))}
+  assert set(got) == set(claims.CLAIMS)
   assert {k for k, v in got.items() if not v} == flips
 
 
@@ -185,19 +186,19 @@ def test_claims_refuse_a_config_with_another_rule(field, value):
   config = quick.get_config()
   config[field] = value
   with pytest.raises(ValueError, match="declared"):
-    experiment.claims(config, _metrics())
+    claims.claims(config, _metrics())
 
 
 def test_paper_arms_train_on_one_negative_and_the_extension_on_all():
   """The paper's family and its beta-1 copy use one negative per pair (the authors'
   neg_num=1, pairwise DPO); only the k_ extension uses all K."""
   config = quick.get_config()
-  vs = experiment.variants(config)
+  vs = programs.variants(config)
   for v in vs:
     want = config.num_negatives if v.name.startswith("k_") else 1
     assert v.negatives == want, v.name
     assert v.beta_scale == (config.alt_beta / config.beta if v.name.startswith("b_") else 1.0)
-  rows = experiment.replica_args(config, vs)
+  rows = programs.replica_args(config, vs)
   assert rows["negatives_mask_K"][[v.name for v in vs].index("dpo")].tolist() == [1, 0, 0, 0]
 
 
