@@ -3,7 +3,7 @@
 The rules are those of :func:`reprojax.algorithms.tail_sched.reference.simulate_reference`
 (its module docstring), written over fixed-size arrays so that one compile simulates a
 whole trace, and a grid of (policy parameter, load) cells is one call
-(``experiments/tail_sched/experiment.simulate_cells``):
+(``experiments/tail_sched/programs.simulate_cells``):
 
 * the scheduler sees a window of ``capacity`` slots, filled with arrived requests in
   arrival order as slots free up (``EngineOutcome.window_full`` counts the iterations in

@@ -18,7 +18,7 @@ from reprojax.algorithms.tail_sched import engine
 from reprojax.algorithms.tail_sched import reference
 from reprojax.data import azure_traces
 from reprojax.experiments import bench
-from reprojax.experiments.tail_sched import experiment
+from reprojax.experiments.tail_sched import programs
 
 
 def _agree(ours, peer):
@@ -36,8 +36,8 @@ def workloads(full: bool) -> list[bench.Workload]:
   n = 1000 if not full else 8000
   trace = azure_traces.synthetic(jax.random.key(0), n, 1.5, "conv", max_tokens=2048)
   server = reference.Server(64, 2048, 900, 16, cache_aware=True)
-  lat = experiment.VIDUR_A100_LLAMA2_7B
-  edges, prior = experiment.histogram_prior(int(trace.output_tokens_R.max()) + 1, 48)
+  lat = programs.VIDUR_A100_LLAMA2_7B
+  edges, prior = programs.histogram_prior(int(trace.output_tokens_R.max()) + 1, 48)
   policy = reference.Policy("gamma_boost_attained", gamma=0.3, sec_per_token=lat.c_iter,
                              hist_edges=tuple(edges), hist_prior=tuple(prior))
   args = (trace.arrival_s_R, trace.prompt_tokens_R, trace.output_tokens_R, policy, server, lat)

@@ -15,7 +15,9 @@ import pytest
 from reprojax.algorithms.tail_sched import engine as eng
 from reprojax.algorithms.tail_sched import reference as ref
 from reprojax.data import azure_traces
+from reprojax.experiments.tail_sched import claims as cl
 from reprojax.experiments.tail_sched import experiment as ex
+from reprojax.experiments.tail_sched import programs as prog
 
 SERVER = ref.Server(16, 512, 400, 16, cache_aware=True)
 
@@ -28,16 +30,16 @@ def test_grid_cells_equal_one_cell_simulations():
   trace = azure_traces.synthetic(jax.random.key(0), 300, 2.0, "conv", max_tokens=512)
   scale = np.ones((3, 4))
   scale[2, 2] = 2.0  # c_ctx x 2
-  cells = ex.Cells(np.array([0.3, 3.0, 0.3]), np.array([0.7, 1.2, 1.0]), scale)
-  got = ex.simulate_cells(trace, "gamma_boost_remaining", SERVER, cells, capacity=64,
-                          hist_bins=12, pad_to=5)
+  cells = prog.Cells(np.array([0.3, 3.0, 0.3]), np.array([0.7, 1.2, 1.0]), scale)
+  got = prog.simulate_cells(trace, "gamma_boost_remaining", SERVER, cells, capacity=64,
+                            hist_bins=12, pad_to=5)
   assert got["ttlt"].shape == (3, 4)
-  edges, prior = ex.histogram_prior(int(trace.output_tokens_R.max()) + 1, 12)
+  edges, prior = prog.histogram_prior(int(trace.output_tokens_R.max()) + 1, 12)
   for i in range(3):
-    lat = ref.LatencyModel(*(s * c for s, c in zip(scale[i], ex.VIDUR_A100_LLAMA2_7B)))
+    lat = ref.LatencyModel(*(s * c for s, c in zip(scale[i], prog.VIDUR_A100_LLAMA2_7B)))
     policy = ref.Policy("gamma_boost_remaining", gamma=cells.gamma[i], sec_per_token=lat.c_iter,
                         hist_edges=tuple(edges), hist_prior=tuple(prior),
-                        class_edges=ex.PROMPT_CLASSES, prefill_sec_per_token=lat.c_prefill)
+                        class_edges=prog.PROMPT_CLASSES, prefill_sec_per_token=lat.c_prefill)
     one = eng.simulate(trace.arrival_s_R / cells.load[i], trace.prompt_tokens_R,
                        trace.output_tokens_R, policy, SERVER, lat, capacity=64)
     for name, x in (("ttft", one.ttft_R), ("ttlt", one.ttlt_R), ("tbt", one.max_tbt_R)):
@@ -51,36 +53,36 @@ def test_grid_cells_equal_one_cell_simulations():
     ahead = [j for j in range(1, 300) if first[j] < first[:j].max()]
     np.testing.assert_allclose(got["overtaking"][i], len(ahead) / 300)
     assert int(got["preemptions"][i]) == int(one.preemptions_R.sum())
-    alone = ex.alone_ttlt(trace.prompt_tokens_R, trace.output_tokens_R, SERVER, lat)
+    alone = prog.alone_ttlt(trace.prompt_tokens_R, trace.output_tokens_R, SERVER, lat)
     np.testing.assert_allclose(got["slo"][i], np.mean(one.ttlt_R <= 5 * alone))
 
 
 def test_padding_cells_spread_over_the_devices():
   """Real cells go round robin over the devices' blocks of rows; padding fills the rest."""
-  rows, total = ex._cell_rows(3, 9, 8)  # pylint: disable=protected-access
+  rows, total = prog._cell_rows(3, 9, 8)  # pylint: disable=protected-access
   assert total == 16 and rows.tolist() == [0, 2, 4]  # devices 0, 1, 2: one real cell each
-  rows, total = ex._cell_rows(10, 0, 4)  # pylint: disable=protected-access
+  rows, total = prog._cell_rows(10, 0, 4)  # pylint: disable=protected-access
   assert total == 12 and sorted(rows.tolist()) == sorted(set(rows.tolist()))
   assert np.bincount(rows // 3, minlength=4).tolist() == [3, 3, 2, 2]
-  rows, total = ex._cell_rows(3, 0, 1)  # pylint: disable=protected-access
+  rows, total = prog._cell_rows(3, 0, 1)  # pylint: disable=protected-access
   assert total == 3 and rows.tolist() == [0, 1, 2]
 
 
 def test_alone_ttlt_is_the_server_with_one_request():
   """The SLO's unit: one request alone on the server (the reference's rules, which the
   engine equals), prompts longer than the budget included."""
-  lat = ex.VIDUR_A100_LLAMA2_7B
+  lat = prog.VIDUR_A100_LLAMA2_7B
   for prompt, output in ((1, 1), (700, 9), (1500, 40)):
     out = ref.simulate_reference([0.0], [prompt], [output], ref.Policy("fcfs"), SERVER, lat)
-    np.testing.assert_allclose(out.ttlt_R, ex.alone_ttlt([prompt], [output], SERVER, lat),
+    np.testing.assert_allclose(out.ttlt_R, prog.alone_ttlt([prompt], [output], SERVER, lat),
                                rtol=1e-12)
 
 
 def test_variants_scale_one_constant_each():
-  v = ex.variants((0.5, 2.0))
-  assert [ex.variant_name(x) for x in v] == [
+  v = cl.variants((0.5, 2.0))
+  assert [cl.variant_name(x) for x in v] == [
       "c_prefill*0.5", "c_prefill*2", "c_ctx*0.5", "c_ctx*2", "c_seq*0.5", "c_seq*2"]
-  assert ex.variant_name(np.ones(4)) == "base"
+  assert cl.variant_name(np.ones(4)) == "base"
 
 
 def _config():
@@ -98,7 +100,7 @@ def _metrics(config, ours=60.0, srpt=100.0, ours_ttft=5.0, srpt_ttft=10.0, fcfs_
   looks best on the first half (1 s less) but is 30 s worse on the second."""
   fcfs_ttft = fcfs_ttft or {0.6: 1.0, 0.7: 4.0, 0.8: 50.0, 1.0: 2.0, 1.2: 30.0}
   m = {}
-  names = ["base"] + [ex.variant_name(v) for v in ex.variants(config.robust_scales)]
+  names = ["base"] + [cl.variant_name(v) for v in cl.variants(config.robust_scales)]
   for tr in config.traces:
     for load, v, mode in itertools.product(config.loads[tr], names, config.modes):
       s = srpt_running_first if mode == "running_first" and srpt_running_first else srpt
@@ -126,12 +128,12 @@ def _metrics(config, ours=60.0, srpt=100.0, ours_ttft=5.0, srpt_ttft=10.0, fcfs_
 def test_headline_load_is_the_highest_load_before_fcfs_overloads():
   config = _config()
   m = _metrics(config)
-  assert ex.headline_load(m, config, "conv", "cache_aware") == 0.7  # 0.8: 50x the TTFT at 0.6
-  assert ex.headline_load(m, config, "code", "cache_aware") == 1.0  # 1.2 > 1: never chosen
+  assert cl.headline_load(m, config, "conv", "cache_aware") == 0.7  # 0.8: 50x the TTFT at 0.6
+  assert cl.headline_load(m, config, "code", "cache_aware") == 1.0  # 1.2 > 1: never chosen
 
 
 def _verdicts(config, m):
-  return {c.id: bool(c.holds) for c in ex.claims(config, m)}
+  return {c.id: bool(c.holds) for c in cl.claims(config, m)}
 
 
 def test_claims_hold_with_a_large_win_and_fail_otherwise():
@@ -164,9 +166,9 @@ def test_claims_hold_with_a_large_win_and_fail_otherwise():
   # in-sample choice (3, on the whole trace) is only reported.
   v = _verdicts(config, _metrics(config, h1_flip=True))
   assert not v["p99_ttlt_vs_srpt_remaining_oos"] and not v["mid_gamma_beats_fcfs_and_sjf"]
-  claim = ex.claims(config, _metrics(config, h1_flip=True))[0]
+  claim = cl.claims(config, _metrics(config, h1_flip=True))[0]
   assert "gamma 0.3/s, chosen on the first half" in claim.ours and "in sample: gamma 3/s" in claim.ours
-  claim = ex.claims(config, _metrics(config))[0]
+  claim = cl.claims(config, _metrics(config))[0]
   assert "gamma 3/s" in claim.ours and "load 0.7" in claim.ours
 
 
@@ -179,5 +181,5 @@ def test_bad_config():
   with pytest.raises(ValueError, match="config.views must be positive"):
     ex.run(config, "/tmp/unused")
   with pytest.raises(ValueError, match="name must be one of"):
-    ex.simulate_cells(azure_traces.synthetic(jax.random.key(0), 5, 1.0), "sjf2", SERVER,
-                      ex.Cells(np.ones(1), np.ones(1), np.ones((1, 4))))
+    prog.simulate_cells(azure_traces.synthetic(jax.random.key(0), 5, 1.0), "sjf2", SERVER,
+                        prog.Cells(np.ones(1), np.ones(1), np.ones((1, 4))))
