@@ -5,7 +5,7 @@ r"""Channel-scale ablation of del-NO: channels as built (s_k D^beta u, s_k = 1) 
 Runs the quick config's 1-D cells (Burgers, KdV x FNO, DeepONet x clean/noisy; its
 seeds, data and 200 steps) and the alpha (spectral-content) sweep with
 ``channel_norm="none"`` (the default) and ``"rms"`` (a fixed 1/RMS factor per channel,
-see :func:`reprojax.experiments.del_no.experiment.channel_gains`). The plain backbones are
+see :func:`reprojax.experiments.del_no.programs.channel_gains`). The plain backbones are
 trained once. Each alpha of the sweep trains as its own group, so under ``"rms"`` it
 gets the channel constants of its own input law. Writes a JSON and replaces the
 table between the ablation markers of the README. About 3-4 minutes of CPU on 2 cores.
@@ -26,7 +26,8 @@ from scipy import stats
 
 from reprojax.data import del_no_pdes
 from reprojax.experiments import sharding
-from reprojax.experiments.del_no import experiment as ex
+from reprojax.experiments.del_no import claims
+from reprojax.experiments.del_no import programs
 from reprojax.experiments.del_no.configs import quick
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,16 +49,16 @@ def _cells(config, per_replica):
   alpha0 = float(del_no_pdes.GRF_DEFAULT[2])
   out = []
   for pde in config.pdes:
-    for bb in ex.backbones_of(config, pde):
-      kb, kd = ex.model_key(bb, pde, False), ex.model_key(bb, pde, True)
-      for cname, sigma in ex.conditions(config):
-        reps = [ex.Replica(pde, alpha0, sigma, config.n_train, int(config.seed + s))
+    for bb in claims.backbones_of(config, pde):
+      kb, kd = programs.model_key(bb, pde, False), programs.model_key(bb, pde, True)
+      for cname, sigma in claims.conditions(config):
+        reps = [programs.Replica(pde, alpha0, sigma, config.n_train, int(config.seed + s))
                 for s in range(config.num_seeds)]
         base = [per_replica[(kb, r)]["err"] for r in reps]
         base_loss = float(np.mean([per_replica[(kb, r)]["loss"] for r in reps]))
         dn = [per_replica[(kd, r)] for r in reps]
-        b, bse = ex.mean_se(base)
-        d, dse = ex.mean_se([x["err"] for x in dn])
+        b, bse = programs.mean_se(base)
+        d, dse = programs.mean_se([x["err"] for x in dn])
         out.append(dict(cell=f"{pde} {bb} {cname}", m=del_no_pdes.PDE_ORDER[pde], base=b,
                         base_se=bse, delno=d, delno_se=dse, win=bool(d < b),
                         within_noise=bool(abs(d - b) < max(bse, dse)), base_loss=base_loss,
@@ -72,28 +73,28 @@ def run_mode(config, mode, inputs, mesh, base_results):
   config.channel_norm = mode
   grid_config = config.copy_and_resolve_references()
   grid_config.sweep_num_seeds = 0  # the alpha sweep trains below, one group per alpha
-  grid = ex.requests(grid_config)
+  grid = programs.requests(grid_config)
   if base_results is not None:
     grid = {k: v for k, v in grid.items() if k.orders}
   t0 = time.process_time()
-  per_replica, _ = ex.train_groups(config, grid, inputs, mesh)
+  per_replica, _ = programs.train_groups(config, grid, inputs, mesh)
   if base_results is not None:
     per_replica.update(base_results)
-  key = ex.model_key(config.sweep_backbone, config.sweep_pde, True)
+  key = programs.model_key(config.sweep_backbone, config.sweep_pde, True)
   tops, gains = [], {}
   for alpha in config.sweep_alphas:
-    reps = [ex.Replica(config.sweep_pde, float(alpha), float(config.sweep_sigma), config.n_train,
+    reps = [programs.Replica(config.sweep_pde, float(alpha), float(config.sweep_sigma), config.n_train,
                        int(config.seed + s)) for s in range(config.sweep_num_seeds)]
-    res, _ = ex.train_groups(config, {key: reps}, inputs, mesh)
+    res, _ = programs.train_groups(config, {key: reps}, inputs, mesh)
     tops.append([res[(key, r)]["top"] for r in reps])
     x = inputs.inputs(config.sweep_pde, float(alpha), 0.0)[0]
-    gains[f"{config.sweep_pde} alpha {alpha:g}"] = ex.channel_gains(
+    gains[f"{config.sweep_pde} alpha {alpha:g}"] = programs.channel_gains(
         x[:256], key.orders, 1, config.gl_terms, "periodic")
   for pde in config.pdes:
     if pde != config.sweep_pde:
       x = inputs.inputs(pde, float(del_no_pdes.GRF_DEFAULT[2]), 0.0)[0]
-      gains[f"{pde} alpha {float(del_no_pdes.GRF_DEFAULT[2]):g}"] = ex.channel_gains(
-          x[:256], ex.model_key("fno", pde, True).orders, 1, config.gl_terms, "periodic")
+      gains[f"{pde} alpha {float(del_no_pdes.GRF_DEFAULT[2]):g}"] = programs.channel_gains(
+          x[:256], programs.model_key("fno", pde, True).orders, 1, config.gl_terms, "periodic")
   cells = _cells(config, per_replica)
   top = np.mean(tops, 1)
   ratio = float(np.exp(np.mean([np.log(c["delno"] / c["base"]) for c in cells])))
@@ -152,7 +153,7 @@ def main(argv):
   del argv
   config = ablation_config()
   mesh = sharding.config_mesh(config)
-  inputs = ex.Inputs(config)
+  inputs = programs.Inputs(config)
   none, per_replica = run_mode(config, "none", inputs, mesh, None)
   base = {k: v for k, v in per_replica.items() if not k[0].orders}
   rms, _ = run_mode(config, "rms", inputs, mesh, base)

@@ -52,7 +52,7 @@ from reprojax.data import pde as pde_data
 from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.common import Normalizer
-from reprojax.experiments.del_no import experiment as ex
+from reprojax.experiments.del_no import programs
 from reprojax.experiments.del_no.configs import full
 from reprojax.models import del_no
 
@@ -112,7 +112,7 @@ def _fno(layer_init: str, modes: int | None = None) -> nn.Module:
   bc = full.get_config().backbones
   if modes is not None:
     bc.fno_modes = int(modes)
-  return ex.make_backbone("fno", bc, layer_init=layer_init)
+  return programs.make_backbone("fno", bc, layer_init=layer_init)
 
 
 def make_variant(variant: str, steps: int, modes: int | None = None):
@@ -200,7 +200,7 @@ def run_variant(variant: str, cells, setup: Setup, mesh, seeds: int,
       ys.append(np.asarray(split.y_train, np.float32)), yts.append(np.asarray(split.y_test, np.float32))
   r = len(reps)
   t0 = time.perf_counter()
-  out = ex.train_replicas(model, opt, np.stack(xs), np.stack(ys), np.full(r, setup.n_train),
+  out = programs.train_replicas(model, opt, np.stack(xs), np.stack(ys), np.full(r, setup.n_train),
                           np.arange(r) % seeds, norms, setup.steps, setup.batch_size, mesh,
                           np.stack(xts), np.stack(yts))
   wall = time.perf_counter() - t0
@@ -302,7 +302,7 @@ def table(res: dict) -> str:
 
 
 # The Fourier-modes sweep (the paper's "k", the authors' notebook 3): the learned order should
-# fall as k rises. Declared before its run: judged as the other sweeps (experiment.py), over at
+# fall as k rises. Declared before its run: judged as the other sweeps (claims.py), over at
 # least 5 levels, by the one-sided permutation p-value of Spearman's rho below 0.05; on
 # beta_1 (the order started at 1, which their Fig. 2 plots) and on the top order (ours).
 MODES_DIRECTION, MODES_P_VALUE, MODES_MIN_LEVELS = -1, 0.05, 5
@@ -332,7 +332,7 @@ def modes_verdicts(res: dict) -> dict:
     orders = [np.asarray(by[k]["orders"]) for k in levels]  # per level: seeds x K
     for name, pick in (("beta_1", lambda o: o[:, 0]), ("top", lambda o: o.max(1))):
       arr = np.stack([pick(o) for o in orders])
-      rho, p = ex.sweep_significance(values, arr, MODES_DIRECTION)
+      rho, p = programs.sweep_significance(values, arr, MODES_DIRECTION)
       out.setdefault(v, {})[name] = dict(
           means=[float(a) for a in arr.mean(1)], rho=rho, p=p,
           holds=bool(len(levels) >= MODES_MIN_LEVELS and p < MODES_P_VALUE))
@@ -346,7 +346,7 @@ def modes_table(res: dict) -> str:
   for v, by in res.items():
     for k in sorted(by, key=int):
       o = np.asarray(by[k]["orders"])
-      (b1, b1_se), (top, top_se), (e, e_se) = (ex.mean_se(a) for a in
+      (b1, b1_se), (top, top_se), (e, e_se) = (programs.mean_se(a) for a in
                                                 (o[:, 0], o.max(1), by[k]["err"]))
       log = channel_log(by[k])
       lines.append(f"| {v} | {k} | {b1:.2f} +- {b1_se:.2f} | {top:.2f} +- {top_se:.2f} | "

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from reprojax.experiments import bench
-from reprojax.experiments.del_no import experiment
+from reprojax.experiments.del_no import programs
 from reprojax.experiments.del_no.configs import full as full_config
 from reprojax.experiments.del_no.configs import quick
 from reprojax.models import del_no
@@ -45,13 +45,13 @@ def workloads(full: bool) -> list[bench.Workload]:
   y = jnp.roll(x, 3, axis=-1)
   rows = []
   for name in ("fno", "unet", "deeponet"):
-    base, opt = experiment.make_model(name, config, 2, False, dims=1, periodic=True)
-    aug, opt_aug = experiment.make_model(name, config, 2, True, dims=1, periodic=True)
+    base, opt = programs.make_model(name, config, 2, False, dims=1, periodic=True)
+    aug, opt_aug = programs.make_model(name, config, 2, True, dims=1, periodic=True)
     rows.append(bench.Workload(
         paper="del_no", name=f"training step, {name} backbone + 2 GL derivative channels, "
         "1-D grid 256, batch 32",
-        ours=experiment.train_step_call(aug, opt_aug, x, y, 1),
-        peer=experiment.train_step_call(base, opt, x, y, 1),
+        ours=programs.train_step_call(aug, opt_aug, x, y, 1),
+        peer=programs.train_step_call(base, opt, x, y, 1),
         peer_name=f"plain {name} backbone", why_not_compared="different models (the row "
         "is del-NO's overhead over its backbone)", repeats=10))
   return rows
@@ -72,13 +72,13 @@ def main(argv):
   print("|---|---|---|---|---|---|")
   periodic = dims == 1
   for name in ("fno", "unet", "deeponet"):
-    base, opt = experiment.make_model(name, config, 2, False, dims=dims, periodic=periodic)
-    t_base = experiment.step_time(base, opt, x, y, 1, _REPEATS.value)
-    aug, opt_aug = experiment.make_model(name, config, 2, True, dims=dims, periodic=periodic)
-    t_gl = experiment.step_time(aug, opt_aug, x, y, 1, _REPEATS.value)
+    base, opt = programs.make_model(name, config, 2, False, dims=dims, periodic=periodic)
+    t_base = programs.step_time(base, opt, x, y, 1, _REPEATS.value)
+    aug, opt_aug = programs.make_model(name, config, 2, True, dims=dims, periodic=periodic)
+    t_gl = programs.step_time(aug, opt_aug, x, y, 1, _REPEATS.value)
     if periodic:
-      spec = del_no.DelNO(experiment.make_backbone(name, config.backbones), method="spectral")
-      t_sp = experiment.step_time(spec, opt_aug, x, y, 1, _REPEATS.value)
+      spec = del_no.DelNO(programs.make_backbone(name, config.backbones), method="spectral")
+      t_sp = programs.step_time(spec, opt_aug, x, y, 1, _REPEATS.value)
       sp = f"{1e3 * t_sp:.2f} | {100 * (t_sp / t_base - 1):+.0f}%"
     else:
       sp = "- | -"

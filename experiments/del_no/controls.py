@@ -46,7 +46,7 @@ from reprojax.data import del_no_pdes
 from reprojax.experiments import results
 from reprojax.experiments import sharding
 from reprojax.experiments.del_no import authors
-from reprojax.experiments.del_no import experiment as ex
+from reprojax.experiments.del_no import programs
 from reprojax.experiments.del_no.configs import medium_cpu
 from reprojax.models import del_no
 
@@ -63,7 +63,7 @@ _VARIANTS = flags.DEFINE_list("variants", None, "Variants to train (default: all
 _NOISY = flags.DEFINE_bool("noisy", False,
                            "Train on the noisy cells (the medium config's noise_sigma) instead of "
                            "the clean ones.")
-_PROTOCOL = flags.DEFINE_enum("noise_protocol", "ours", list(ex.NOISE_PROTOCOLS),
+_PROTOCOL = flags.DEFINE_enum("noise_protocol", "ours", list(programs.NOISE_PROTOCOLS),
                               "With --noisy: ours (train and test inputs, per sample) or the "
                               "authors' (training inputs only, one global std).")
 _RENDER = flags.DEFINE_bool("render_only", False,
@@ -77,13 +77,13 @@ ZeroChannels = del_no.ZeroChannels  # the twin control (models/del_no.py)
 
 def make_variant(variant: str, config, m: int):
   """(model, optimizer) of one variant for a 1-D periodic PDE of order m."""
-  net = ex.make_backbone("fno", config.backbones, 1, True)
-  sched = ex.schedule(config)
-  orders = ex.initial_orders(m)
+  net = programs.make_backbone("fno", config.backbones, 1, True)
+  sched = programs.schedule(config)
+  orders = programs.initial_orders(m)
   if variant == "backbone":
-    return ex.make_model("fno", config, m, False)
+    return programs.make_model("fno", config, m, False)
   if variant == "zero_channels":
-    return ZeroChannels(net, len(orders)), ex.make_model("fno", config, m, False)[1]
+    return ZeroChannels(net, len(orders)), programs.make_model("fno", config, m, False)[1]
   method = "spectral" if variant == "spectral" else "gl"
   model = del_no.DelNO(net, orders=orders, gl_terms=config.gl_terms, method=method,
                        init_scale=0.0 if variant == "zero_scale" else 1.0)
@@ -95,13 +95,13 @@ def run_variant(config, variant, pde, inputs, mesh, sigma: float = 0.0):
   """One variant on one PDE's cell (clean, or noisy at ``sigma`` under the config's noise
   protocol, the grid's draw of the noise), ``num_seeds`` seeds as one vmapped run."""
   alpha0 = float(del_no_pdes.GRF_DEFAULT[2])
-  reps = [ex.Replica(pde, alpha0, sigma, config.n_train, int(config.seed + s))
+  reps = [programs.Replica(pde, alpha0, sigma, config.n_train, int(config.seed + s))
           for s in range(config.num_seeds)]
   split, _, y_norm = inputs.dataset(pde, alpha0)
   x_train, x_test = inputs.inputs(pde, alpha0, sigma)
   model, opt = make_variant(variant, config, del_no_pdes.PDE_ORDER[pde])
   r = len(reps)
-  out = ex.train_replicas(
+  out = programs.train_replicas(
       model, opt, np.stack([x_train] * r), np.stack([split.y_train] * r),
       np.asarray([x.n for x in reps]), np.asarray([x.seed for x in reps]), y_norm,
       config.steps, config.batch_size, mesh, np.stack([x_test] * r), np.stack([split.y_test] * r))
@@ -113,7 +113,7 @@ def run_variant(config, variant, pde, inputs, mesh, sigma: float = 0.0):
   return rec
 
 
-_ms = ex.mean_se
+_ms = programs.mean_se
 
 
 def _worse(a, b) -> bool:
@@ -283,7 +283,7 @@ def main(argv):
     raise ValueError(f"--variants must include backbone and delno and name only {VARIANTS}; "
                      f"got {variants}")
   mesh = sharding.config_mesh(config)
-  inputs = ex.Inputs(config)
+  inputs = programs.Inputs(config)
   t0, c0 = time.perf_counter(), time.process_time()
   res = {pde: {v: run_variant(config, v, pde, inputs, mesh, sigma) for v in variants}
          for pde in config.pdes}

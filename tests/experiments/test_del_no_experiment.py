@@ -3,9 +3,11 @@
 import jax
 import numpy as np
 
+from reprojax.data import del_no_pdes
 from reprojax.experiments import results
 from reprojax.experiments import sharding
-from reprojax.experiments.del_no import experiment
+from reprojax.experiments.del_no import claims
+from reprojax.experiments.del_no import programs
 from reprojax.experiments.common import Normalizer
 from reprojax.models import deeponet
 from reprojax.models import del_no
@@ -28,7 +30,7 @@ def test_train_replicas_loss_and_test_errors_decode_per_replica():
   """
   model, opt, x, y, norms = _problem()
   n_R, seeds_R = np.array([12, 6, 9]), np.array([3, 4, 5])
-  out = experiment.train_replicas(model, opt, x, y, n_R, seeds_R, norms, 4, 4,
+  out = programs.train_replicas(model, opt, x, y, n_R, seeds_R, norms, 4, 4,
                                   sharding.make_mesh(), x, y)
   assert out.losses_TxR.shape == (4, 3) and out.test_RxM.shape == (3, 12)
   apply = jax.jit(model.apply)
@@ -44,11 +46,11 @@ def test_train_replicas_loss_and_test_errors_decode_per_replica():
 def test_requests_share_compiles_and_order_summary():
   from reprojax.experiments.del_no.configs import quick
   config = quick.get_config()
-  req = experiment.requests(config)
+  req = programs.requests(config)
   # Plain 1-D backbones of Burgers and KdV train as one run; the sweeps join Burgers' FNO del-NO.
-  base = experiment.ModelKey("fno", 1, ())
+  base = programs.ModelKey("fno", 1, ())
   assert {r.pde for r in req[base]} == {"burgers", "kdv"}
-  sweep_key = experiment.model_key("fno", "burgers", True)
+  sweep_key = programs.model_key("fno", "burgers", True)
   unique = set(req[sweep_key])
   assert len(unique) < len(req[sweep_key])  # clean/noisy grid cells and sweep points overlap
   keys_1d = [k for k in req if k.dims == 1]
@@ -56,7 +58,7 @@ def test_requests_share_compiles_and_order_summary():
   # 2-D orders: the mixed partial's total order counts toward the top order.
   params = {"params": {"beta_x": np.array([[1.0, 1.5]]), "beta_y": np.array([[1.1, 1.4]]),
                        "beta_mixed": np.array([[0.9, 0.8]])}}
-  _, names, top, gap = experiment.order_summary(params)
+  _, names, top, gap = programs.order_summary(params)
   assert names[-1] == "beta_mixed_y" and np.isclose(top[0], 1.7) and np.isclose(gap[0], 0.1)
 
 
@@ -87,17 +89,17 @@ def test_channel_norm_rms_gives_unit_channels_at_init():
 
   config = quick.get_config()
   assert config.channel_norm == "none"  # the default is the model as built
-  as_built, _ = experiment.make_model("fno", config, 3, True, x)
+  as_built, _ = programs.make_model("fno", config, 3, True, x)
   assert as_built.channel_gains is None
   rms_built = channel_rms(as_built.clone(backbone=Identity()))
   assert rms_built[1] < 0.1 and rms_built[2] < 0.02, rms_built
   config.channel_norm = "rms"
-  unit, _ = experiment.make_model("fno", config, 3, True, x)
+  unit, _ = programs.make_model("fno", config, 3, True, x)
   assert len(unit.channel_gains) == 3
   np.testing.assert_allclose(channel_rms(unit.clone(backbone=Identity())), 1.0, rtol=1e-4)
   config.channel_norm = "bogus"
   with np.testing.assert_raises(ValueError):
-    experiment.make_model("fno", config, 3, True, x)
+    programs.make_model("fno", config, 3, True, x)
 
 
 def test_controls_variants_and_declared_readings():
@@ -151,9 +153,9 @@ def _hand_made_metrics(config, fno_overhead=0.3, deeponet_overhead=0.3):
                  sweep_n_levels=5, sweep_n_spearman_replicas=0.3, sweep_n_p_value=0.14)
   cell = 0
   for p in config.pdes:
-    for bb in experiment.backbones_of(config, p):
+    for bb in claims.backbones_of(config, p):
       metrics[f"{p}_{bb}_step_overhead"] = fno_overhead if bb == "fno" else deeponet_overhead
-      for cname, _ in experiment.conditions(config):  # the first 7 of 12 cells won (wins=7)
+      for cname, _ in claims.conditions(config):  # the first 7 of 12 cells won (wins=7)
         key, cell = f"{p}_{bb}_{cname}", cell + 1
         metrics.update({f"{key}_base_rel_l2": 0.1, f"{key}_base_rel_l2_se": 0.003,
                         f"{key}_delno_rel_l2": 0.09 if cell <= 7 else 0.11,
@@ -169,7 +171,8 @@ def test_claims_from_hand_made_metrics():
   from reprojax.experiments.del_no.configs import quick
   config = quick.get_config()
   metrics = _hand_made_metrics(config)
-  got = {c.id: c for c in experiment.claims(config, metrics)}
+  got = {c.id: c for c in claims.claims(config, metrics)}
+  assert claims.PDE_ORDER == del_no_pdes.PDE_ORDER  # restated there: claims import no JAX
   assert list(got) == ["wins", "orders_below_m", "overhead", "xy_orders_agree", "sweep_sigma",
                        "sweep_n"]  # no alpha sweep in the metrics: no alpha claim
   assert {c.kind for c in got.values()} == {"paper"}
@@ -194,13 +197,13 @@ def test_sweep_significance_is_a_one_sided_permutation_test():
   rng = np.random.default_rng(0)
   values = np.arange(5.0)
   falling = 2.0 - 0.2 * values[:, None] + 0.05 * rng.normal(size=(5, 3))
-  rho, p = experiment.sweep_significance(values, falling, direction=-1)
+  rho, p = programs.sweep_significance(values, falling, direction=-1)
   assert rho < -0.9 and p < 1e-3
-  _, p_wrong_way = experiment.sweep_significance(values, falling, direction=+1)
+  _, p_wrong_way = programs.sweep_significance(values, falling, direction=+1)
   assert p_wrong_way > 0.99
   # Three levels ordered perfectly by their means, but seeds overlapping: not significant.
   noisy = np.array([[1.0, 1.6, 0.9], [1.1, 0.8, 1.5], [1.2, 1.0, 1.3]])
-  rho3, p3 = experiment.sweep_significance(np.arange(3.0), noisy, direction=+1)
+  rho3, p3 = programs.sweep_significance(np.arange(3.0), noisy, direction=+1)
   assert p3 > 0.05, (rho3, p3)
 
 
@@ -212,7 +215,7 @@ def test_each_claim_flips_when_its_metric_crosses_the_threshold():
     m = _hand_made_metrics(config, **{k: changes.pop(k) for k in list(changes)
                                       if k.endswith("_overhead")})
     m.update(changes)
-    return {c.id: bool(c.holds) for c in experiment.claims(config, m)}
+    return {c.id: bool(c.holds) for c in claims.claims(config, m)}
 
   assert not verdicts(wins=6)["wins"]  # 6/12 is not "most"
   assert not verdicts(cells_orders_below_m=11)["orders_below_m"]
