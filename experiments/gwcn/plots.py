@@ -25,10 +25,10 @@ def write_all(workdir, config, syn, sweep, real, cls):
   Args:
     workdir: output folder.
     config: the run's config.
-    syn: ``{schedule: {n: per-graph dict}}`` of ``experiment.synthetic_transfer``.
-    sweep: ``{c: per-graph dict}`` of ``experiment.degree_sweep``.
-    real: ``{scheme: entry}`` of ``experiment.real_graph_transfer``.
-    cls: ``{m: per-trial dict}`` of ``experiment.classification``.
+    syn: ``{schedule: {n: per-graph dict}}`` of ``programs.synthetic_transfer``.
+    sweep: ``{c: per-graph dict}`` of ``programs.degree_sweep``.
+    real: ``{scheme: entry}`` of ``programs.real_graph_transfer``.
+    cls: ``{m: per-trial dict}`` of ``programs.classification``.
   """
   synthetic(syn, sweep, config, workdir)
   real_graph(real, workdir, config.real_graph)

@@ -5,7 +5,7 @@ The experiment's main sharded step (8 devices == 1) is checked by the every-pape
 """
 
 from reprojax.experiments import registry
-from reprojax.experiments.gwcn import experiment
+from reprojax.experiments.gwcn import claims
 
 TAGS = ("const", "n-0.25", "n-0.5", "logn_n", "1_n")
 
@@ -38,7 +38,7 @@ def _metrics(config, sparsest_falls=1, cgcn_err=0.4, cgcn_falls=0):
 
 
 def _claims(config, m):
-  return {c.id: c for c in experiment.claims(config, m)}
+  return {c.id: c for c in claims.claims(config, m)}
 
 
 def test_claims_hold_on_metrics_that_say_so():
