@@ -19,17 +19,17 @@ import jax
 
 from reprojax.experiments import bench
 from reprojax.experiments import registry
-from reprojax.experiments.distseal import experiment
+from reprojax.experiments.distseal import programs
 
 
 def workloads(full: bool) -> list[bench.Workload]:
   config = registry.load_config("distseal", "full" if full else "quick")
-  nets = experiment.Nets(config)
+  nets = programs.Nets(config)
   params = {m: jax.device_get(nets.init_watermarker(m, jax.random.key(i)))
-            for i, m in enumerate(experiment.METHODS)}
-  calls = experiment.embedding_calls(config, nets, params, seed=0)
+            for i, m in enumerate(programs.METHODS)}
+  calls = programs.embedding_calls(config, nets, params, seed=0)
   b = int(config.timing_batch)
-  flops = {m: experiment.embedder_flops(config, m) * b for m in experiment.METHODS}
+  flops = {m: programs.embedder_flops(config, m) * b for m in programs.METHODS}
   shape = nets.input_shape("latent")[1:]
   return [bench.Workload(
       paper="distseal",

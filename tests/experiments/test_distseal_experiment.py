@@ -13,7 +13,9 @@ import pytest
 
 from reprojax.experiments import config_check
 from reprojax.experiments import registry
+from reprojax.experiments.distseal import claims
 from reprojax.experiments.distseal import experiment
+from reprojax.experiments.distseal import programs
 from reprojax.experiments.distseal.configs import generator
 from reprojax.experiments.distseal.configs import medium
 
@@ -44,7 +46,7 @@ def check_tiny_run(config, m, workdir, again):
     with open(workdir / run / "metrics.jsonl") as f:
       steps = [json.loads(line)["step"] for line in f]
     assert steps and len(steps) == len(set(steps)), (run, steps)  # the rerun trained nothing
-  assert [c.id for c in experiment.claims(config, m)] == [
+  assert [c.id for c in claims.claims(config, m)] == [
       "latent_embedding_faster", "competitive_robustness", "decoder_distilled",
       "generator_distilled", "distilled_latent_beats_pixel", "null_flags_rarely"]
   # the generator distillation's figures (the tiny config turns it on; quick does not)
@@ -60,18 +62,18 @@ def _config(scale):
   return registry.load_config("distseal", scale)
 
 
-@pytest.mark.parametrize("method", experiment.METHODS)
+@pytest.mark.parametrize("method", programs.METHODS)
 def test_embedder_flops_are_xlas_convolutions(method):
   """XLA's count of the jitted embedder adds only the elementwise work (activations, adds,
   bias) to our analytic convolutions: a count of padded taps would be 40% over it at 4x4."""
   config = _config("quick")
-  nets = experiment.Nets(config)
+  nets = programs.Nets(config)
   p = jax.eval_shape(lambda k: nets.init_watermarker(method, k), jax.random.key(0))["embedder"]
   v = jnp.zeros(nets.input_shape(method, 1))
   m = jnp.zeros((1, config.bits), jnp.int32)
   cost = jax.jit(nets.embedder.apply).lower(p, v, m).compile().cost_analysis()
   xla = float((cost[0] if isinstance(cost, list) else cost)["flops"])
-  ours = experiment.embedder_flops(config, method)
+  ours = programs.embedder_flops(config, method)
   assert ours <= xla <= 1.06 * ours
 
 
@@ -80,8 +82,8 @@ def test_strength_anneals_from_each_methods_start_to_its_final_value():
   steps = 100
   for method, start in (("latent", config.latent_strength_start),
                         ("pixel", config.pixel_strength_start)):
-    final = experiment.final_strength(config, method)
-    s = [float(experiment.strength_at(config, method, t, steps)) for t in (0, 30, 60, 99)]
+    final = programs.final_strength(config, method)
+    s = [float(programs.strength_at(config, method, t, steps)) for t in (0, 30, 60, 99)]
     np.testing.assert_allclose(s[0], start * final, rtol=1e-6)
     np.testing.assert_allclose(s[2:], [final, final], rtol=1e-6)  # anneal = 0.6
     assert s[0] > s[1] > s[2]
@@ -90,8 +92,8 @@ def test_strength_anneals_from_each_methods_start_to_its_final_value():
 def test_matched_accuracy_interpolates_in_psnr():
   psnr = np.array([40.0, 30.0, 20.0])  # strength grows: PSNR falls, accuracy rises
   acc = np.array([0.6, 0.8, 0.9])
-  assert experiment.matched_accuracy(psnr, acc, 25.0) == (pytest.approx(0.85), True)
-  assert experiment.matched_accuracy(psnr, acc, 45.0) == (pytest.approx(0.6), False)
+  assert programs.matched_accuracy(psnr, acc, 25.0) == (pytest.approx(0.85), True)
+  assert programs.matched_accuracy(psnr, acc, 45.0) == (pytest.approx(0.6), False)
 
 
 def _metrics(gap=0.0, gap_se=0.01, tpr=0.95, dgap=0.05, dgap_se=0.01, speedup=10.0):
@@ -112,7 +114,7 @@ def _metrics(gap=0.0, gap_se=0.01, tpr=0.95, dgap=0.05, dgap_se=0.01, speedup=10
 
 def test_claims_on_hand_made_metrics():
   config = _config("quick")
-  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  c = {x.id: x for x in claims.claims(config, _metrics())}
   assert list(c) == ["latent_embedding_faster", "competitive_robustness", "decoder_distilled",
                      "generator_distilled", "distilled_latent_beats_pixel", "null_flags_rarely"]
   # The generator claim is measured by configs/generator.py: not run here, counted, failing.
@@ -122,7 +124,7 @@ def test_claims_on_hand_made_metrics():
   assert all(x.kind == "paper" for k, x in c.items() if k != "null_flags_rarely")
   bad = _metrics(gap=-0.06, tpr=0.85, dgap=0.015, speedup=7.0)
   bad["distill_pixel_clean_flagged"] = 0.01
-  c = {x.id: x for x in experiment.claims(config, bad)}
+  c = {x.id: x for x in claims.claims(config, bad)}
   assert not any(x.holds for x in c.values())  # each just past its threshold
 
 
@@ -154,10 +156,10 @@ def test_generator_claim_on_hand_made_metrics():
             "generator_tpr_jpeg": 0.5, "gen_samples": 600.0,
             "generator_acc_identity": 0.95, "generator_base_flagged": 0.0,
             "generator_psnr_to_base": 25.0})
-  c = {x.id: x for x in experiment.claims(config, m)}
+  c = {x.id: x for x in claims.claims(config, m)}
   assert c["generator_distilled"].holds and c["generator_distilled"].kind == "paper"
   m["generator_tpr_identity"] = 0.89
-  assert not {x.id: x for x in experiment.claims(config, m)}["generator_distilled"].holds
+  assert not {x.id: x for x in claims.claims(config, m)}["generator_distilled"].holds
 
 
 def test_generator_config_is_quick_with_the_generator_on():
@@ -174,15 +176,15 @@ def test_generator_config_is_quick_with_the_generator_on():
   assert g.gen_recipe == "authors" and g.gen_finetune_steps == 100_000
   assert (g.gen_finetune_learning_rate, tuple(g.gen_betas), g.gen_weight_decay,
           g.gen_ema_decay, g.gen_ema_warmup) == (2e-4, (0.99, 0.99), 0.03, 0.9999, 2000)
-  assert experiment.curve_steps(g)[-1] == g.gen_finetune_steps
+  assert programs.curve_steps(g)[-1] == g.gen_finetune_steps
 
 
 def test_param_ema_is_the_public_codes_average():
-  """:func:`experiment.param_ema` against the public code's update written out in numpy
+  """:func:`programs.param_ema` against the public code's update written out in numpy
   (``ema -= (1 - d_t)(ema - p_t)``, ``d_t = decay (1 - exp(-t / warmup))``), chained after
   plain SGD; the updates pass through unchanged; bad decays raise."""
   decay, warmup, lr = 0.9, 3.0, 0.1
-  opt = optax.chain(optax.sgd(lr), experiment.param_ema(decay, warmup))
+  opt = optax.chain(optax.sgd(lr), programs.param_ema(decay, warmup))
   p = {"w": jnp.asarray([1.0, -2.0])}
   state = opt.init(p)
   ema, w = np.array([1.0, -2.0]), np.array([1.0, -2.0])
@@ -198,7 +200,7 @@ def test_param_ema_is_the_public_codes_average():
   assert int(state[-1].count) == 5
   for bad in (1.0, -0.1):
     with pytest.raises(ValueError, match="decay"):
-      experiment.param_ema(bad, warmup)
+      programs.param_ema(bad, warmup)
 
 
 def test_nearest_distance_ratio():
@@ -206,10 +208,10 @@ def test_nearest_distance_ratio():
   rng = np.random.default_rng(0)
   train = rng.normal(size=(400, 4)).astype(np.float32)
   held = rng.normal(size=(200, 4)).astype(np.float32)
-  assert float(experiment.nearest_distance_ratio(train[:100], train, held)) == pytest.approx(
+  assert float(programs.nearest_distance_ratio(train[:100], train, held)) == pytest.approx(
       0.0, abs=1e-3)
   fresh = rng.normal(size=(200, 4)).astype(np.float32)
-  assert 0.8 < float(experiment.nearest_distance_ratio(fresh, train, held)) < 1.25
+  assert 0.8 < float(programs.nearest_distance_ratio(fresh, train, held)) < 1.25
 
 
 def test_bad_generator_config(tmp_path):
