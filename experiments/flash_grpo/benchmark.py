@@ -20,14 +20,14 @@ import numpy as np
 
 from reprojax.experiments import bench
 from reprojax.experiments import registry
-from reprojax.experiments.flash_grpo import experiment
+from reprojax.experiments.flash_grpo import programs
 from reprojax.experiments.flash_grpo.configs import digits as digits_config
 
 
 def _calls(config, task, params):
   fns = {}
   for arm in ("flash", "full"):
-    iteration, opt = experiment.make_iteration(config, task, arm)
+    iteration, opt = programs.make_iteration(config, task, arm)
     fns[arm] = (jax.jit(iteration), opt.init(params))
 
   def call(arm):
@@ -38,9 +38,9 @@ def _calls(config, task, params):
 
 
 def _workload(config, what):
-  task, init = experiment.untrained_task(config)  # the cost does not depend on the values
+  task, init = programs.untrained_task(config)  # the cost does not depend on the values
   ours, peer = _calls(config, task, jax.device_get(jax.jit(init)(jax.random.key(0))))
-  ratio = experiment.cost_per_iteration(config, "full") / experiment.cost_per_iteration(
+  ratio = programs.cost_per_iteration(config, "full") / programs.cost_per_iteration(
       config, "flash")
   return bench.Workload(
       paper="flash_grpo",
@@ -51,8 +51,8 @@ def _workload(config, what):
       why_not_compared="different updates by design (one trained step against nine)",
       repeats=21,
       note=f"compute ratio full / flash {ratio:.2f}x in forward equivalents per sample "
-           f"({experiment.cost_per_iteration(config, 'full')} vs "
-           f"{experiment.cost_per_iteration(config, 'flash')})")
+           f"({programs.cost_per_iteration(config, 'full')} vs "
+           f"{programs.cost_per_iteration(config, 'flash')})")
 
 
 def workloads(full: bool) -> list[bench.Workload]:

@@ -13,7 +13,9 @@ from reprojax.data import digits
 from reprojax.experiments import digit_generator
 from reprojax.experiments import registry
 from reprojax.experiments import sharding
+from reprojax.experiments.flash_grpo import claims
 from reprojax.experiments.flash_grpo import experiment
+from reprojax.experiments.flash_grpo import programs
 from reprojax.experiments.flash_grpo.configs import digits as digits_config
 from reprojax.models import mlp_classifier
 
@@ -24,13 +26,13 @@ def check_tiny_run(config, m, workdir, again):
   del again
   for arm in config.arms:
     assert m[f"{arm}_compute"] <= config.budget
-    assert m[f"{arm}_compute"] > config.budget - experiment.cost_per_iteration(config, arm)
+    assert m[f"{arm}_compute"] > config.budget - programs.cost_per_iteration(config, arm)
     assert m[f"{arm}_reward"] <= 0.0  # minus a squared distance
   assert m["flash_iterations"] > m["flow_grpo_iterations"]
   assert 0.0 <= m["k_share_independent"] <= 1.0
   assert m["grad_norm_spread"] >= 1.0 and m["grad_norm_spread_rectified"] >= 1.0
   assert os.path.isfile(workdir / "curves.png")
-  ids = [c.id for c in experiment.claims(config, m)]
+  ids = [c.id for c in claims.claims(config, m)]
   assert ids == ["flash_beats_flow_grpo", "rectified_norms_flat", "iso_lowers_variance",
                  "flash_beats_full_control", "compute_matched"]
 
@@ -38,13 +40,13 @@ def check_tiny_run(config, m, workdir, again):
 def test_compute_accounting():
   config = registry.load_config("flash_grpo", "quick")
   n = config.num_steps
-  assert experiment.cost_per_iteration(config, "full") == n + 3 * (n - 1)
-  assert experiment.cost_per_iteration(config, "flow_grpo") == n + 3 * (n - 1)
-  assert experiment.cost_per_iteration(config, "window") == n + 3 * config.window
-  assert experiment.cost_per_iteration(config, "flash") == n + 3
-  assert experiment.iterations(config, "flash") == config.budget // (n + 3)
-  assert (experiment.iterations(config, "single") > experiment.iterations(config, "window")
-          > experiment.iterations(config, "full"))
+  assert programs.cost_per_iteration(config, "full") == n + 3 * (n - 1)
+  assert programs.cost_per_iteration(config, "flow_grpo") == n + 3 * (n - 1)
+  assert programs.cost_per_iteration(config, "window") == n + 3 * config.window
+  assert programs.cost_per_iteration(config, "flash") == n + 3
+  assert programs.iterations(config, "flash") == config.budget // (n + 3)
+  assert (programs.iterations(config, "single") > programs.iterations(config, "window")
+          > programs.iterations(config, "full"))
 
 
 def _metrics(gap=0.01, se=0.002, rect=1.1, ratio=0.8, ratio_se=0.05, control_gap=0.01,
@@ -54,7 +56,7 @@ def _metrics(gap=0.01, se=0.002, rect=1.1, ratio=0.8, ratio_se=0.05, control_gap
        "gap_flash_vs_full_se": se, "grad_norm_spread": 2.0, "grad_norm_spread_rectified": rect,
        "variance_ratio_iso": ratio, "variance_ratio_iso_se": ratio_se,
        "k_share_independent": share, "k_share_independent_se": 0.01, "k_share_chance": 0.004}
-  for arm in experiment.ARMS:
+  for arm in programs.ARMS:
     m.update({f"{arm}_reward": -0.01, f"{arm}_start_reward": -0.3, f"{arm}_iterations": 100.0,
               f"{arm}_compute": 3990.0})
   return m
@@ -62,36 +64,36 @@ def _metrics(gap=0.01, se=0.002, rect=1.1, ratio=0.8, ratio_se=0.05, control_gap
 
 def test_claims_on_hand_made_metrics():
   config = registry.load_config("flash_grpo", "quick")
-  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  c = {x.id: x for x in claims.claims(config, _metrics())}
   assert all(x.holds for x in c.values())
   assert c["flash_beats_flow_grpo"].kind == "paper" and c["compute_matched"].kind == "check"
   assert c["flash_beats_full_control"].kind == "check"
   assert "is tested" in c["iso_lowers_variance"].evidence.note
-  c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.003, rect=1.3, ratio=0.95,
+  c = {x.id: x for x in claims.claims(config, _metrics(gap=0.003, rect=1.3, ratio=0.95,
                                                            share=0.02))}
   assert not c["flash_beats_flow_grpo"].holds  # within 2 s.e.
   assert c["flash_beats_full_control"].holds  # decided by its own gap alone
   assert not c["rectified_norms_flat"].holds and not c["iso_lowers_variance"].holds
   # 0.02 - 0.004 < 2 s.e.: the task cannot test it, and the grade says so
   assert c["iso_lowers_variance"].evidence.to_json()["grade"] == "not testable"
-  c = {x.id: x for x in experiment.claims(config, _metrics(control_gap=-0.01, share=0.005))}
+  c = {x.id: x for x in claims.claims(config, _metrics(control_gap=-0.01, share=0.005))}
   assert c["flash_beats_flow_grpo"].holds and not c["flash_beats_full_control"].holds
   assert c["iso_lowers_variance"].evidence.untestable  # under 1%
   m = _metrics()
   m["flow_grpo_compute"] = 4100.0
-  assert not {x.id: x for x in experiment.claims(config, m)}["compute_matched"].holds
+  assert not {x.id: x for x in claims.claims(config, m)}["compute_matched"].holds
 
 
 def test_k_share_by_hand():
   """Between-step over total sum of squares: 1 when the step decides the advantage, 0 when
   every step has the same mean, and numpy's one-way decomposition on random data."""
   k = jnp.array([0, 0, 1, 1, 2, 2])
-  assert float(experiment.k_share(jnp.array([1.0, 1.0, 0.0, 0.0, -1.0, -1.0]), k, 3)) == 1.0
-  assert abs(float(experiment.k_share(jnp.array([1.0, -1.0, 2.0, -2.0, 0.5, -0.5]), k, 3))) < 1e-7
+  assert float(programs.k_share(jnp.array([1.0, 1.0, 0.0, 0.0, -1.0, -1.0]), k, 3)) == 1.0
+  assert abs(float(programs.k_share(jnp.array([1.0, -1.0, 2.0, -2.0, 0.5, -0.5]), k, 3))) < 1e-7
   rng = np.random.default_rng(0)
   a, kk = rng.normal(size=200), rng.integers(0, 4, size=200)
   between = sum((kk == j).sum() * (a[kk == j].mean() - a.mean()) ** 2 for j in range(4))
-  np.testing.assert_allclose(experiment.k_share(jnp.asarray(a), jnp.asarray(kk), 4),
+  np.testing.assert_allclose(programs.k_share(jnp.asarray(a), jnp.asarray(kk), 4),
                              between / ((a - a.mean()) ** 2).sum(), rtol=1e-5)
 
 
@@ -121,7 +123,7 @@ def test_digits_task_velocity_reward_and_correctness_by_hand():
   params, clf_params = jax.jit(lambda k1, k2: (digit_generator.init_params(model, k1),
                                                clf_model.init(k2, jnp.zeros((1, 64)))))(
       jax.random.key(0), jax.random.key(1))
-  task = experiment.digits_task(config, model, (clf_model, clf_params))
+  task = programs.digits_task(config, model, (clf_model, clf_params))
   assert task.dim == 64
   labels = jnp.array([3, 0, 9])
   x = 1.5 * jax.random.normal(jax.random.key(2), (3, 64))  # some pixels beyond [-1, 1]
