@@ -21,14 +21,14 @@ import numpy as np
 from reprojax.data import pdr as pdr_data
 from reprojax.experiments import bench
 from reprojax.experiments import registry
-from reprojax.experiments.pdr import experiment
+from reprojax.experiments.pdr import programs
 from reprojax.models import llama
 
 
 def _setup(num_questions: int = 64):
   config = registry.load_config("pdr", "quick")
-  cfg = experiment.model_config(config)
-  task = experiment.sorting_task(config)
+  cfg = programs.model_config(config)
+  task = programs.sorting_task(config)
   params = jax.device_get(llama.init(cfg, jax.random.key(0)))
   qs = pdr_data.questions(task, num_questions, 123)
   rng = np.random.default_rng(0)
@@ -38,7 +38,7 @@ def _setup(num_questions: int = 64):
     for _ in range(int(config.width)):
       ws += ([pdr_data.SEP] if ws else []) + list(pdr_data.encode(pdr_data.corrupt(rng, y, x)))
     prompts += [pdr_data.prompt(pdr_data.encode(x), ws)] * int(config.width)
-  return cfg, params, prompts, task.draft_tokens, experiment.prompt_pad(config)
+  return cfg, params, prompts, task.draft_tokens, programs.prompt_pad(config)
 
 
 def workloads(full: bool) -> list[bench.Workload]:

@@ -81,7 +81,7 @@ def suco_training(report, pid):
 
 
 def pdr_rl(report, pid, workdir):
-  from reprojax.experiments.pdr import experiment as pdr  # pylint: disable=g-import-not-at-top
+  from reprojax.experiments.pdr import programs as pdr  # pylint: disable=g-import-not-at-top
   from reprojax.experiments.pdr import rl  # pylint: disable=g-import-not-at-top
   from reprojax.models import llama  # pylint: disable=g-import-not-at-top
   config = registry.load_config("pdr", "tiny")

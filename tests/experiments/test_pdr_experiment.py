@@ -11,7 +11,9 @@ from reprojax.algorithms import pdr
 from reprojax.data import pdr as pdr_data
 from reprojax.experiments import registry
 from reprojax.experiments import results as results_lib
+from reprojax.experiments.pdr import claims
 from reprojax.experiments.pdr import experiment
+from reprojax.experiments.pdr import programs
 from reprojax.models import transformer
 
 
@@ -23,10 +25,10 @@ def check_tiny_run(config, m, workdir, again):
   decoder trained once and cached by orbax, GRPO consistent with PDR (the tiny config's
   ``rl.steps``), every method within its budget, the frontier table; a rerun in the same
   folder (``again``) restores both policies and ends with the same metrics."""
-  names = experiment.methods(config)
+  names = programs.methods(config)
   for n in names:
     assert 0.0 <= m[f"{n}_acc"] <= 1.0 and m[f"{n}_seq_tokens"] > 0
-  task = experiment.sorting_task(config)
+  task = programs.sorting_task(config)
   r, w = int(config.rounds), int(config.width)
   # budgets: long and SR spend r drafts in sequence; PDR r drafts in sequence and
   # w (r - 1) + 1 in all; best-of-N one in sequence; no draft passes its budget
@@ -47,7 +49,7 @@ def check_tiny_run(config, m, workdir, again):
   # the RL path ran: its policy evaluated on the same questions, its checkpoint written
   assert int(config.rl.steps) > 0 and os.path.isdir(workdir / "rl_seed0" / "checkpoints")
   assert all(f"rl_{n}_acc" in m for n in names) and "gap_rl_long_1_vs_long_1" in m
-  ids = [c.id for c in experiment.claims(config, m)]
+  ids = [c.id for c in claims.claims(config, m)]
   assert ids == ["sr_beats_long", "pdr_beats_long", "pdr_beats_sr", "pdr_vs_best_of_n",
                  "shuffled_control_loses_gain", "rl_moves_frontier", "workspace_bounded"]
   # the rerun restored the trained models from their orbax checkpoints: same numbers
@@ -62,7 +64,7 @@ def test_stop_and_resume_is_bit_identical(resumes_bit_identically):
   with config.unlocked():
     config.train_steps, config.checkpoint_every = 12, 4
   resumes_bit_identically(
-      lambda workdir, mesh, stop_after: experiment.train_model(
+      lambda workdir, mesh, stop_after: programs.train_model(
           config, mesh, str(workdir), 0, stop_after=stop_after),
       lambda workdir: workdir / "checkpoints")
 
@@ -76,9 +78,9 @@ def test_rl_stop_and_resume_is_bit_identical_and_learns_from_rewards(tmp_path):
   config = registry.load_config("pdr", "tiny")
   with config.unlocked():
     config.rl.steps, config.rl.checkpoint_every = 4, 2
-  sft = jax.device_get(llama.init(experiment.model_config(config), jax.random.key(0)))
-  kw = dict(cfg=experiment.model_config(config), task=experiment.sorting_task(config),
-            pad=experiment.prompt_pad(config))
+  sft = jax.device_get(llama.init(programs.model_config(config), jax.random.key(0)))
+  kw = dict(cfg=programs.model_config(config), task=programs.sorting_task(config),
+            pad=programs.prompt_pad(config))
   straight, summary = rl.train_rl(config, sft, str(tmp_path / "a"), 0, **kw)
   rl.train_rl(config, sft, str(tmp_path / "b"), 0, stop_after=2, **kw)
   assert sorted(p.name for p in (tmp_path / "b" / "checkpoints").iterdir()) == ["2"]
@@ -171,7 +173,7 @@ def _metrics(sr=0.30, long=0.25, head=0.40, shuffled=0.05, bon=0.45, se=0.01, ws
 
 def test_claims_on_hand_made_metrics():
   config = registry.load_config("pdr", "quick")
-  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  c = {x.id: x for x in claims.claims(config, _metrics())}
   assert c["sr_beats_long"].holds and c["pdr_beats_long"].holds and c["pdr_beats_sr"].holds
   assert c["sr_beats_long"].kind == "paper" and c["shuffled_control_loses_gain"].kind == "check"
   assert c["shuffled_control_loses_gain"].holds and c["workspace_bounded"].holds
@@ -182,13 +184,14 @@ def test_claims_on_hand_made_metrics():
   assert ev.seeds == len(config.model_seeds) == 1 and ev.margin_se == pytest.approx(5.0)
   assert results_lib.grade(ev) == "weak"
   assert all(x.evidence is not None for x in c.values() if x.kind == "paper")
-  c = {x.id: x for x in experiment.claims(config, _metrics(sr=0.26, se=0.02, ws=24))}
+  c = {x.id: x for x in claims.claims(config, _metrics(sr=0.26, se=0.02, ws=24))}
   assert not c["sr_beats_long"].holds  # +0.01 within 2 s.e.
-  assert c["sr_beats_long"].evidence.margin_se == 0.0  # no evidence against either
+  # a failing verdict's margin is measured from the rule's bar: (0.04 - 0.01) / 0.02
+  assert c["sr_beats_long"].evidence.margin_se == pytest.approx(1.5)
   assert not c["workspace_bounded"].holds
-  c = {x.id: x for x in experiment.claims(config, _metrics(head=0.2, bon=0.2))}
+  c = {x.id: x for x in claims.claims(config, _metrics(head=0.2, bon=0.2))}
   assert not c["pdr_beats_long"].holds and not c["pdr_beats_sr"].holds
-  assert c["pdr_beats_sr"].evidence.margin_se == pytest.approx(10.0)  # 0.1 below SR
+  assert c["pdr_beats_sr"].evidence.margin_se == pytest.approx(12.0)  # 0.1 below SR, 2 s.e.
 
 
 def test_bad_config():
@@ -206,7 +209,7 @@ def test_bad_config():
 
 def test_pareto_front_of_the_methods_marks_the_frontier():
   config = registry.load_config("pdr", "tiny")
-  names = experiment.methods(config)
+  names = programs.methods(config)
   m = {}
   for i, n in enumerate(names):
     m.update({f"{n}_seq_tokens": float(i), f"{n}_total_tokens": float(i),

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from reprojax.experiments.pdr import experiment as pdr_experiment
+from reprojax.experiments.pdr import programs as pdr_programs
 from reprojax.models import llama, smollm2
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "smollm2_reference.npz")
@@ -139,7 +139,7 @@ def test_smollm2_runs_pdr_end_to_end(smol):
   from reprojax.algorithms import pdr  # pylint: disable=g-import-not-at-top
   config, params, tok = smol
   calls = []
-  base = pdr_experiment.token_generator(config, params, temperature=0.7, eos_ids=(0, 2), pad_id=2)
+  base = pdr_programs.token_generator(config, params, temperature=0.7, eos_ids=(0, 2), pad_id=2)
 
   def gen(prompts, n, key):
     calls.append(len(prompts))
@@ -293,7 +293,7 @@ def test_token_generator_runs_pdr_with_exact_accounting(tiny):
   exactly the tokens the model generated; the drafts of a round differ (sampling)."""
   from reprojax.algorithms import pdr  # pylint: disable=g-import-not-at-top
   params, _ = tiny
-  gen = pdr_experiment.token_generator(TINY, params, temperature=1.0, multiple=8)
+  gen = pdr_programs.token_generator(TINY, params, temperature=1.0, multiple=8)
   trace = pdr.pdr(gen, (3, 4, 5), (3, 1), draft_tokens=4, workspace_tokens=8,
                   key=jax.random.key(0))
   drafts = trace.rounds[0].drafts
