@@ -25,26 +25,26 @@ import numpy as np
 from reprojax.algorithms import vrpo
 from reprojax.experiments import bench
 from reprojax.experiments import registry
-from reprojax.experiments.vrpo import experiment
+from reprojax.experiments.vrpo import programs
 
 
 def workloads(full: bool) -> list[bench.Workload]:
   del full  # one size at every scale
   config = registry.load_config("vrpo", "quick")
-  prob = experiment.problem(config)
-  model, vmodel = experiment.make_models(config)
-  params = jax.device_get(experiment.init_params(model, jax.random.key(0)))
-  vparams = jax.device_get(experiment.init_value_params(vmodel, jax.random.key(1)))
+  prob = programs.problem(config)
+  model, vmodel = programs.make_models(config)
+  params = jax.device_get(programs.init_params(model, jax.random.key(0)))
+  vparams = jax.device_get(programs.init_value_params(vmodel, jax.random.key(1)))
   fns = {}
   for arm in ("vrpo", "dpo"):
-    it, opt = experiment.make_iteration(config, prob, model, vmodel, vparams, arm, 1.0)
+    it, opt = programs.make_iteration(config, prob, model, vmodel, vparams, arm, 1.0)
     fns[arm] = (jax.jit(it), opt.init(params))
 
   def update(arm):
     fn, state = fns[arm]
     return lambda: fn(params, state, jax.random.key(2))[2]
 
-  eps = experiment.model_eps(prob, model, params)
+  eps = programs.model_eps(prob, model, params)
   n, e = int(config.num_steps), int(config.eval_samples)
   noise = jax.random.normal(jax.random.key(3), (e, 2))
   key = jax.random.key(4)
