@@ -23,7 +23,7 @@ import jax.numpy as jnp
 
 from reprojax.algorithms import ising_aggregation as ia
 from reprojax.data import ising_aggregation as data_ia
-from reprojax.experiments.ising_aggregation import experiment
+from reprojax.experiments.ising_aggregation import programs
 
 _REGIME = flags.DEFINE_enum("regime", "clique", ["clique", "bloc"], "Simulated regime (A or B).")
 _JUDGES = flags.DEFINE_integer("judges", 8, "Judges K.")
@@ -43,7 +43,7 @@ def main(argv):
   keys = jax.random.split(jax.random.fold_in(jax.random.key(0), offset + 1000 * k + n), 20)
   for t in range(_TRIALS.value):
     kp, kd = jax.random.split(keys[t])
-    pan = experiment.simulated_panel(kp, k, _REGIME.value, 0.6)
+    pan = programs.simulated_panel(kp, k, _REGIME.value, 0.6)
     d = data_ia.sample_ising_judges(kd, n, *pan)
     v, y = d.votes_NxK, d.labels_N
     truth = ia.IsingParams(pan[4], jnp.stack([pan[0], pan[1]]), jnp.stack([pan[2], pan[3]]))

@@ -5,7 +5,7 @@ The experiment's main sharded step (8 devices == 1) is checked by the every-pape
 """
 
 from reprojax.experiments import registry
-from reprojax.experiments.ising_aggregation import experiment
+from reprojax.experiments.ising_aggregation import claims
 
 
 
@@ -35,21 +35,21 @@ def _metrics(config, ising=0.93, ci=0.90, small_k_ising=0.75):
 
 
 def _verdicts(config, m):
-  return {c.id: bool(c.holds) for c in experiment.claims(config, m)}
+  return {c.id: bool(c.holds) for c in claims.claims(config, m)}
 
 
 def test_claims_hold_on_metrics_that_say_so():
   config = _config()
   got = _verdicts(config, _metrics(config))
   assert all(got.values()), got
-  ours = {c.id: c.ours for c in experiment.claims(config, _metrics(config))}
+  ours = {c.id: c.ours for c in claims.claims(config, _metrics(config))}
   assert "sens 0.800, spec 0.772" in ours["finite_k_flip"]
-  kinds = {c.id: c.kind for c in experiment.claims(config, _metrics(config))}
+  kinds = {c.id: c.kind for c in claims.claims(config, _metrics(config))}
   assert {k for k, v in kinds.items() if v == "baseline"} == {"crowd_mv", "crowd_ds"}
-  assert list(got) == list(experiment.CLAIMS)  # every declared claim, in declared order
+  assert list(got) == list(claims.CLAIMS)  # every declared claim, in declared order
   # A run without the crowd labels (use_crowd_data False) measures all but the two baselines.
   m = {k: v for k, v in _metrics(config).items() if not k.startswith("crowd_")}
-  assert list(_verdicts(config, m)) == [i for i in experiment.CLAIMS if not i.startswith("crowd_")]
+  assert list(_verdicts(config, m)) == [i for i in claims.CLAIMS if not i.startswith("crowd_")]
 
 
 def test_claims_fail_on_metrics_that_say_so():
