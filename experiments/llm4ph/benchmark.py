@@ -31,14 +31,14 @@ import numpy as np
 from reprojax.algorithms import llm4ph
 from reprojax.data import graphs
 from reprojax.experiments import bench
-from reprojax.experiments.llm4ph import experiment
+from reprojax.experiments.llm4ph import programs
 
 _N = 1000
 
 
 def _same_diagrams(ours, peer):
-  same = all(experiment.positive_points(a) == experiment.positive_points(b) for a, b in zip(ours, peer))
-  n = sum(len(experiment.positive_points(a)) for a in ours)
+  same = all(programs.positive_points(a) == programs.positive_points(b) for a, b in zip(ours, peer))
+  n = sum(len(programs.positive_points(a)) for a in ours)
   return same, f"{n} diagram points, {'all equal' if same else 'DIFFERENT'}"
 
 
@@ -74,7 +74,7 @@ def workloads(full: bool) -> list[bench.Workload]:
       return ph.h0_Px2, ph.h1_Qx2
 
     def peer(e=e, ev=ev, vv=vv):
-      st = experiment.gudhi_tree(e, ev, vv)
+      st = programs.gudhi_tree(e, ev, vv)
       return tuple(st.persistence_intervals_in_dimension(d) for d in (0, 1))
 
     tris = len(llm4ph.cliques(e, _N, 2))
@@ -89,7 +89,7 @@ def workloads(full: bool) -> list[bench.Workload]:
   batched = jax.jit(llm4ph.h0_persistence)
 
   def loop():
-    return [experiment.gudhi_tree(e[e[:, 0] != e[:, 1]], ev[e[:, 0] != e[:, 1]], vv, dim=1)
+    return [programs.gudhi_tree(e[e[:, 0] != e[:, 1]], ev[e[:, 0] != e[:, 1]], vv, dim=1)
             .persistence_intervals_in_dimension(0) for e, ev, vv in zip(*batch)]
 
   out.append(bench.Workload(

@@ -9,7 +9,9 @@ from reprojax.algorithms import llm4ph
 from reprojax.data import llm4ph as llm4ph_data
 from reprojax.experiments import registry
 from reprojax.experiments import sharding
+from reprojax.experiments.llm4ph import claims
 from reprojax.experiments.llm4ph import experiment
+from reprojax.experiments.llm4ph import programs
 
 
 def check_tiny_run(config, m, workdir, again):
@@ -20,13 +22,13 @@ def check_tiny_run(config, m, workdir, again):
   assert m["engine_gudhi_mismatches"] == 0 and m["engine_h0_jax_mismatches"] == 0
   assert m["engine_graphs"] == len(llm4ph.TASKS) * 2 + 2  # the design task's two graphs
   assert m["oracle_engine_tasks_acc"] == 1.0
-  for name in experiment.BASELINES:
+  for name in programs.BASELINES:
     assert m[f"{name}_parsed"] == 1.0 and f"{name}_ordering_gap" in m
   assert "lm_parsed" not in m  # config.lm = ""
   assert os.path.isfile(workdir / "tasks.png") and os.path.isfile(workdir / "levels.png")
   table = (workdir / "accuracy.md").read_text()
   assert "### oracle" in table and "| h1_pairs | persistence | 1.00 | 1.00 |" in table
-  got = experiment.claims(config, m)
+  got = claims.claims(config, m)
   assert [c.id for c in got if not c.evidence or not c.evidence.not_run] == [
       "engine_equals_gudhi", "oracle_exact", "skeleton_ordering", "random_ordering"]
   # no language model at this scale: its claims are declared not run (the quick run measures them)
@@ -37,10 +39,10 @@ def check_tiny_run(config, m, workdir, again):
 def test_padded_graphs_keep_every_diagram():
   """Padding (isolated vertices, self-loops) changes no diagram; 8 devices = the host."""
   insts = [llm4ph_data.make_instance(t, "medium", 3) for t in ("betti", "h0_pairs", "h1_pairs")]
-  graphs = experiment.checked_graphs(insts)
-  e, ev, vv = experiment.pad_graphs(graphs, num_vertices=16, num_edges=64)
+  graphs = programs.checked_graphs(insts)
+  e, ev, vv = programs.pad_graphs(graphs, num_vertices=16, num_edges=64)
   assert e.shape == (3, 64, 2) and vv.shape == (3, 16)
-  assert experiment.h0_mismatches(sharding.make_mesh(), graphs) == 0
+  assert programs.h0_mismatches(sharding.make_mesh(), graphs) == 0
 
 
 def _metrics(gap=0.3, se=0.05, gudhi=0, lm=True):
@@ -59,17 +61,17 @@ def _metrics(gap=0.3, se=0.05, gudhi=0, lm=True):
 
 def test_claims_on_hand_made_metrics():
   config = registry.load_config("llm4ph", "quick")
-  c = {x.id: x for x in experiment.claims(config, _metrics())}
+  c = {x.id: x for x in claims.claims(config, _metrics())}
   assert c["lm_struggles_with_transitions"].holds and c["lm_struggles_with_transitions"].kind == "paper"
   assert c["engine_equals_gudhi"].holds and c["oracle_exact"].holds
   assert not c["lm_above_chance"].holds  # 0.3 - 0.2 < 2 * hypot(0.05, 0.04)
   assert "majority 0.200" in c["lm_above_chance"].ours
-  c = {x.id: x for x in experiment.claims(config, _metrics(gap=0.08, se=0.05, gudhi=1))}
+  c = {x.id: x for x in claims.claims(config, _metrics(gap=0.08, se=0.05, gudhi=1))}
   assert not c["lm_struggles_with_transitions"].holds  # within 2 s.e.
   assert not c["engine_equals_gudhi"].holds
-  c = {x.id: x for x in experiment.claims(config, _metrics(gap=-0.3))}
+  c = {x.id: x for x in claims.claims(config, _metrics(gap=-0.3))}
   assert not c["lm_struggles_with_transitions"].holds
-  c = {x.id: x for x in experiment.claims(config, _metrics(lm=False))}
+  c = {x.id: x for x in claims.claims(config, _metrics(lm=False))}
   assert c["lm_struggles_with_transitions"].evidence.not_run == "quick"  # no model: not run
   assert not c["lm_struggles_with_transitions"].holds
 
