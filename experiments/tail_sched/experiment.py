@@ -148,7 +148,8 @@ def _run_cells(metrics, trace, tname, mode, policy, server, predicted, config, m
       for j, st in enumerate(STATS):
         metrics[f"{prefix}/{lat}_{st}"] = float(res[lat][i, j])
     for k in ("slo", "preemptions", "iterations", "peak_blocks", "window_full", "finished",
-              "loop_steps", "busy_fraction", "mean_batch", "overtaking"):
+              "loop_steps", "busy_fraction", "mean_batch", "overtaking",
+              "admissions_reordered"):
       metrics[f"{prefix}/{k}"] = float(res[k][i])
 
 

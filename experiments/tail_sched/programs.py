@@ -66,8 +66,10 @@ def _cell(policy, gamma, load, scale_4, max_iterations, arrival_R, prompt_R, out
 
   Besides the whole trace's, TTFT and TTLT summaries of each half of the requests (in
   arrival order: ``h1`` the first half, where gamma is chosen out of sample, ``h2`` the
-  second, where it is scored), and ``overtaking``: the share of requests whose first
-  token came before that of a request that arrived earlier (FCFS: about 0).
+  second, where it is scored), ``overtaking``: the share of requests whose first
+  token came before that of a request that arrived earlier (FCFS: about 0), and
+  ``admissions_reordered``: the share of places in the order of first tokens (admissions;
+  ties kept in arrival order) held by another request than in arrival order, FCFS's order.
 
   ``max_iterations`` 0 is a padding cell: it simulates nothing (its summaries are NaN)."""
   lat = LatencyModel(*(scale_4[i] * c for i, c in enumerate(base)))
@@ -87,6 +89,8 @@ def _cell(policy, gamma, load, scale_4, max_iterations, arrival_R, prompt_R, out
   first_R = arrival_R / load + out.ttft_R
   ahead = first_R[1:] < jax.lax.cummax(first_R)[:-1]
   stats["overtaking"] = jnp.sum(ahead) / arrival_R.shape[0]
+  order_R = jnp.argsort(first_R, stable=True)
+  stats["admissions_reordered"] = jnp.mean(order_R != jnp.arange(arrival_R.shape[0]))
   stats["slo"] = jnp.mean(out.ttlt_R <= slo_factor * alone_ttlt(prompt_R, output_R, server, lat))
   stats["preemptions"] = jnp.sum(out.preemptions_R)
   for k in ("iterations", "peak_blocks", "window_full", "finished", "loop_steps"):

@@ -52,6 +52,8 @@ def test_grid_cells_equal_one_cell_simulations():
     first = trace.arrival_s_R / cells.load[i] + one.ttft_R
     ahead = [j for j in range(1, 300) if first[j] < first[:j].max()]
     np.testing.assert_allclose(got["overtaking"][i], len(ahead) / 300)
+    order = np.argsort(first, kind="stable")  # admissions: the order of first tokens
+    np.testing.assert_allclose(got["admissions_reordered"][i], np.mean(order != np.arange(300)))
     assert int(got["preemptions"][i]) == int(one.preemptions_R.sum())
     alone = prog.alone_ttlt(trace.prompt_tokens_R, trace.output_tokens_R, SERVER, lat)
     np.testing.assert_allclose(got["slo"][i], np.mean(one.ttlt_R <= 5 * alone))
@@ -120,7 +122,8 @@ def _metrics(config, ours=60.0, srpt=100.0, ours_ttft=5.0, srpt_ttft=10.0, fcfs_
                   f"{k}/ttlt_h1_p99": ttlt_h1, f"{k}/ttlt_h2_p99": ttlt_h2,
                   f"{k}/ttft_h2_p99": ttft, f"{k}/ttft_h2_mean": ttft / 2,
                   f"{k}/window_full": window, f"{k}/preemptions": 0.0, f"{k}/finished": 50.0,
-                  f"{k}/peak_blocks": 100.0, f"{k}/overtaking": ov})
+                  f"{k}/peak_blocks": 100.0, f"{k}/overtaking": ov,
+                  f"{k}/admissions_reordered": ov})
     m[f"{tr}/requests"] = 50.0
   return m
 
