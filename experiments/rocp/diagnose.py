@@ -33,7 +33,7 @@ import numpy as np
 from reprojax.algorithms import rocp
 from reprojax.data import rocp as rocp_data
 from reprojax.experiments.rocp import classifier
-from reprojax.experiments.rocp import experiment
+from reprojax.experiments.rocp import programs
 
 _N_CAL = flags.DEFINE_integer("n_cal", 184, "calibration points per split")
 _N_TEST = flags.DEFINE_integer("n_test", 185, "test points per split")
@@ -42,7 +42,7 @@ _ALPHA = flags.DEFINE_float("alpha", 0.05, "miscoverage level")
 _LOSS = flags.DEFINE_string("loss", "mild", "mild or severe")
 _OUT = flags.DEFINE_string("out", "", "optional JSON file for the table")
 
-NAMES = experiment.METHODS + ("rocp_vaction",)
+NAMES = programs.METHODS + ("rocp_vaction",)
 
 
 def _per_split(key, pool_NxY, loss, critical, alpha, n_cal, n_test):
@@ -54,7 +54,7 @@ def _per_split(key, pool_NxY, loss, critical, alpha, n_cal, n_test):
   path = rocp.calibrate(pc, yc, loss)
   opath = rocp.oracle_calibrate(pc, loss)
   dc = rocp.decision_calibrate(k_dc, pc, yc, num_actions=loss.shape[0])
-  sets, actions = experiment.all_methods(path, opath, pc, yc, pt, loss, alpha, dc)
+  sets, actions = programs.all_methods(path, opath, pc, yc, pt, loss, alpha, dc)
   cov_model = (sets[0] * pt).sum(-1)  # ROCP's own (model) conditional coverage
   v_action = jnp.argmin(rocp.robust_risk(loss, sets[0], 1.0 - cov_model), -1)
   sets = jnp.concatenate([sets, sets[:1]])

@@ -8,7 +8,7 @@ config's shapes).
 
 import ml_collections
 
-from reprojax.experiments.rocp import experiment
+from reprojax.experiments.rocp import claims
 
 
 def _metrics(rocp_risk=1.0, baseline_risk=2.0, rocp_critical=0.01, baseline_critical=0.02,
@@ -20,13 +20,13 @@ def _metrics(rocp_risk=1.0, baseline_risk=2.0, rocp_critical=0.01, baseline_crit
   label ROCP's rate minus each paper baseline's is ``label_diff`` with s.e. ``label_se``.
   """
   m = {}
-  for t in experiment.TASKS:
-    for l in experiment.LOSSES[t]:
+  for t in claims.TASKS:
+    for l in claims.LOSSES[t]:
       c = f"{t}/{l}"
-      costly = l == experiment.GAIN_PAIRS.get(t, (None, None))[1]
+      costly = l == claims.GAIN_PAIRS.get(t, (None, None))[1]
       scale = 1.0 / (1.0 - severe_gain) if costly else 1.0
-      for ours, others in (("rocp", experiment.BASELINES),
-                           ("rocp_released", experiment.PAPER_RISK_BASELINES)):
+      for ours, others in (("rocp", claims.BASELINES),
+                           ("rocp_released", claims.PAPER_RISK_BASELINES)):
         m[f"{c}/{ours}/max_miscoverage_excess_z"] = z
         m[f"{c}/{ours}/critical_rate"] = rocp_critical
         m[f"{c}/{ours}/robust_risk"] = rocp_risk
@@ -37,13 +37,13 @@ def _metrics(rocp_risk=1.0, baseline_risk=2.0, rocp_critical=0.01, baseline_crit
           m[f"{c}/{ours}_minus_{b}/robust_risk_se"] = 0.01
           m[f"{c}/{ours}_minus_{b}/critical_rate"] = rocp_critical - baseline_critical
           m[f"{c}/{ours}_minus_{b}/critical_rate_se"] = 0.001
-        for x in experiment.PAPER_ALPHAS:
+        for x in claims.PAPER_ALPHAS:
           m[f"{c}/{ours}/robust_risk@{x:g}"] = rocp_risk
           for b in others:
             m[f"{c}/{b}/robust_risk@{x:g}"] = baseline_risk * scale
       for y in (1, 2):  # two critical labels per cell
         m[f"{c}/rocp_released/critical_rate@{y}"] = 0.05
-        for b in experiment.PAPER_CRITICAL_BASELINES:
+        for b in claims.PAPER_CRITICAL_BASELINES:
           m[f"{c}/{b}/critical_rate@{y}"] = 0.05 - label_diff
           m[f"{c}/rocp_released_minus_{b}/critical_rate@{y}"] = label_diff
           m[f"{c}/rocp_released_minus_{b}/critical_rate@{y}_se"] = label_se
@@ -52,12 +52,12 @@ def _metrics(rocp_risk=1.0, baseline_risk=2.0, rocp_critical=0.01, baseline_crit
 
 def _verdicts(metrics):
   config = ml_collections.ConfigDict({"report_alpha": 0.05, "num_splits": 20})
-  return {c.id: bool(c.holds) for c in experiment.claims(config, metrics)}
+  return {c.id: bool(c.holds) for c in claims.claims(config, metrics)}
 
 
 def _kinds():
   config = ml_collections.ConfigDict({"report_alpha": 0.05, "num_splits": 20})
-  return {c.id: c.kind for c in experiment.claims(config, _metrics())}
+  return {c.id: c.kind for c in claims.claims(config, _metrics())}
 
 
 def test_claims_hold_when_rocp_is_ahead_and_fail_otherwise():
