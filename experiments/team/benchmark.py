@@ -22,19 +22,19 @@ from reprojax.algorithms import team
 from reprojax.data import team as team_data
 from reprojax.experiments import bench
 from reprojax.experiments import registry
-from reprojax.experiments.team import experiment
 from reprojax.experiments.team import moe
+from reprojax.experiments.team import programs
 from reprojax.models import llama
 
 
 def workloads(full: bool) -> list[bench.Workload]:
   del full  # one size at every scale
   config = registry.load_config("team", "quick")
-  cfg = experiment.model_config(config)
+  cfg = programs.model_config(config)
   params = jax.device_get(llama.init(cfg, jax.random.key(0)))
   params = jax.tree.map(lambda a: a * 6.0 if a.ndim > 1 else a, params)
-  problems = experiment.task_of(config).sample(0, 32)
-  kw = experiment.decode_kwargs(config)
+  problems = programs.task_of(config).sample(0, 32)
+  kw = programs.decode_kwargs(config)
 
   def decode(strategies):
     gen, stats = team.decode(moe.moe_lm(cfg), params, problems.prompt_NxP, problems.prompt_mask_NxP,
