@@ -24,12 +24,17 @@
 :func:`fit_replicas` trains R seed replicas of a small model at once (one
 ``jax.jit`` of a ``jax.vmap``, replicas split over ``data``), for experiments
 that report means and standard errors over seeds.
+
+:func:`cached_pytree` keeps weights trained once (a zoo of experts, a base model) as an
+orbax checkpoint stamped with the settings that made them, so a rerun in the same workdir
+restores them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging as pylogging
 import os
 import threading
@@ -135,6 +140,56 @@ def checkpoint_manager(workdir: str, keep: int = 2) -> ocp.CheckpointManager:
                                          enable_async_checkpointing=False)
   return ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints"),
                                options=options)
+
+
+ON_MISMATCH = ("retrain", "raise")
+
+
+def cached_pytree(path: str, fingerprint: str | Mapping[str, Any], build: Callable[[], Any],
+                  on_mismatch: str = "retrain") -> Any:
+  """A pytree of arrays computed once by ``build()`` and kept at ``path``: the suite's cache of
+  trained weights (a zoo of experts, a base model) keyed by the settings that made them.
+
+  The tree is an orbax checkpoint (``StandardCheckpointer``) at ``path`` and
+  ``fingerprint`` (a string, or a mapping written as sorted JSON: the config fields the
+  weights depend on) a stamp beside it, ``path + ".json"``. A call whose fingerprint
+  equals the stamp restores the tree without calling ``build``; a stamp of another
+  fingerprint is retrained over (``on_mismatch="retrain"``) or refused with a
+  ``ValueError`` that asks for a fresh workdir (``"raise"``: a run that must not silently
+  replace what another config trained). A checkpoint without a stamp (a run stopped between
+  the two writes) is rebuilt. Every process calls this (orbax's save is collective);
+  process 0 makes the folder and writes the stamp, after the checkpoint. Returns the tree
+  with NumPy leaves, restored or built alike.
+  """
+  if on_mismatch not in ON_MISMATCH:
+    raise ValueError(f"on_mismatch must be one of {ON_MISMATCH}, got {on_mismatch!r}")
+  stamp_text = fingerprint if isinstance(fingerprint, str) else json.dumps(
+      dict(fingerprint), sort_keys=True, default=list)
+  path = os.path.abspath(path)
+  stamp = path + ".json"
+  if os.path.isdir(path) and os.path.isfile(stamp):
+    with open(stamp) as f:
+      saved = f.read()
+    if saved == stamp_text:
+      with quiet():
+        return jax.tree.map(np.asarray, ocp.StandardCheckpointer().restore(path))
+    if on_mismatch == "raise":
+      raise ValueError(f"{path} holds a result of other settings (its stamp {stamp} reads "
+                       f"{saved[:200]!r}, this run's {stamp_text[:200]!r}): use a fresh "
+                       f"workdir, or delete {path} and {stamp} to rebuild it")
+  tree = jax.tree.map(np.asarray, build())
+  if jax.process_index() == 0:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.isfile(stamp):
+      os.remove(stamp)  # no stale stamp beside a checkpoint being replaced
+  with quiet():
+    ckptr = ocp.StandardCheckpointer()
+    ckptr.save(path, tree, force=True)
+    ckptr.wait_until_finished()
+  if jax.process_index() == 0:
+    with open(stamp, "w") as f:
+      f.write(stamp_text)
+  return tree
 
 
 def padded_batch_size(batch_size: int, mesh: jax.sharding.Mesh) -> int:

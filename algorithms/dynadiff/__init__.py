@@ -7,6 +7,7 @@ reconstruction, a KL and a functional loss (``_losses``); a flow model over the 
 conditioned by the dynamics-informed prompter on a short observed sequence
 (``_prompter``), generates an expert for an environment it has never seen. The networks
 are Flax modules in ``reprojax.models.dynadiff``; these functions are what they compose.
+CoDA (Kirchmeyer et al., ICML 2022), the context-adaptation baseline, is ``_coda``.
 
 Public API::
 
@@ -18,12 +19,16 @@ Public API::
     loss, aux = dynadiff.vae_loss(recon, target, mu, logvar, f_hat, f_e, beta, lam)
     traj = dynadiff.rollout(step_fn, x0_BxD, num_steps)
     err_B = dynadiff.rollout_error(traj, true_traj)
+    loss = dynadiff.coda_loss(apply_fn, theta0_F, basis_FxC, xi_NxC, env_B, x_BxD, y_BxD)
+    xi_C, losses = dynadiff.coda_adapt(apply_fn, theta0_F, basis_FxC, x_BxD, y_BxD, 50, 1e-2)
 
 References:
   DynaDiff: generative meta-learning of dynamics predictors in weight space, ICML 2026
   (github.com/tsinghua-fib-lab/DynaDiff).
 """
 
+from reprojax.algorithms.dynadiff._coda import coda_adapt
+from reprojax.algorithms.dynadiff._coda import coda_loss
 from reprojax.algorithms.dynadiff._graph import flatten_graph
 from reprojax.algorithms.dynadiff._graph import graph_edges
 from reprojax.algorithms.dynadiff._graph import graph_weights
@@ -49,11 +54,11 @@ from reprojax.algorithms.dynadiff._prompter import num_features
 from reprojax.algorithms.dynadiff._prompter import spatial_modes
 
 __all__ = (
-    "ERROR_CAP", "WeightNormalizer", "context_params", "denormalize", "dynamics_features",
-    "fit_normalizer", "flatten_graph", "functional_loss", "gaussian_kl", "graph_edges",
-    "graph_weights", "layer_shapes", "min_length", "nearest_expert", "normalize", "num_features",
-    "permute_hidden", "rollout", "rollout_error", "spatial_modes", "unflatten_graph", "vae_loss",
-    "weight_graph",
+    "ERROR_CAP", "WeightNormalizer", "coda_adapt", "coda_loss", "context_params", "denormalize",
+    "dynamics_features", "fit_normalizer", "flatten_graph", "functional_loss", "gaussian_kl",
+    "graph_edges", "graph_weights", "layer_shapes", "min_length", "nearest_expert", "normalize",
+    "num_features", "permute_hidden", "rollout", "rollout_error", "spatial_modes",
+    "unflatten_graph", "vae_loss", "weight_graph",
 )
 
 

@@ -40,6 +40,21 @@ def _rotate(x):
   return x @ _A
 
 
+# CoDA on a linear one-step map x -> x @ theta.reshape(2, 2): F = 4 weights, C = 3 context
+# coordinates, N = 5 environments, B = 6 transitions.
+_F, _C, _N, _B = 4, 3, 5, 6
+
+
+def _linear(theta_F, x_BxD):
+  return x_BxD @ theta_F.reshape(2, 2)
+
+
+def _coda_args(key):
+  return (_n(key, 0, (_F,)), 0.3 * _n(key, 1, (_F, _C)), _n(key, 2, (_N, _C)),
+          jax.random.randint(jax.random.fold_in(key, 3), (_B,), 0, _N), _n(key, 4, (_B, 2)),
+          _n(key, 5, (_B, 2)))
+
+
 EXAMPLES = (
     Example("weight_graph", lambda *a: d.weight_graph(_layers(*a)), _mlp,
             bad_args=_bad_mlp, free_sizes=(_I,)),
@@ -99,6 +114,14 @@ EXAMPLES = (
     Example("context_params", d.context_params,
             lambda key: (_n(key, 0, (7,)), _n(key, 1, (7, 3)), _n(key, 2, (3,))),
             bad_args=lambda: (np.zeros((7,)), np.zeros((7, 3)), np.zeros((4,)))),
+    Example("coda_loss", lambda *a: d.coda_loss(_linear, *a), _coda_args,
+            bad_args=lambda: (np.ones((_F,)), np.ones((_F, _C)), np.ones((_N, _C)),
+                              np.full((_B,), _N), np.ones((_B, 2)), np.ones((_B, 2))),
+            ranges={3: (0, _N - 1)}),
+    Example("coda_adapt", lambda t, b, x, y: d.coda_adapt(_linear, t, b, x, y, 5, 0.05),
+            lambda key: tuple(a for i, a in enumerate(_coda_args(key)) if i in (0, 1, 4, 5)),
+            bad_args=lambda: (np.ones((_F,)), np.ones((_F + 1, _C)), np.ones((_B, 2)),
+                              np.ones((_B, 2)))),
     Example("dynamics_features", lambda x: d.dynamics_features(x, 4),
             lambda key: (_n(key, 0, (20, 2)),), bad_args=lambda: (np.ones((5, 2)),),
             derived_sizes=True),

@@ -24,11 +24,12 @@ import os
 import jax
 import numpy as np
 
+from reprojax.algorithms import dynadiff as dd
 from reprojax.data import dynadiff as dyn_data
 from reprojax.experiments import bench
 from reprojax.experiments import registry
 from reprojax.experiments import sharding
-from reprojax.experiments.dynadiff import experiment
+from reprojax.experiments.dynadiff import programs as prog
 
 _RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "results", "dynadiff", "results.json")
@@ -56,7 +57,7 @@ def workloads(full: bool) -> list[bench.Workload]:
   config = registry.load_config("dynadiff", "full" if full else "quick")
   with config.unlocked():
     config.finetune_steps, source = steps_to_match(config)
-  programs = experiment.Programs(config, sharding.make_mesh(devices=jax.devices()[:1]))
+  programs = prog.Programs(config, sharding.make_mesh(devices=jax.devices()[:1]))
   nets = programs.nets
   m = int(config.num_test_envs)
   env = dyn_data.sample_environments("oscillator", m, "inside", 1)
@@ -70,11 +71,11 @@ def workloads(full: bool) -> list[bench.Workload]:
   nodes0 = tuple(np.zeros((1,) + s, np.float32) for s in nets.shapes)
   vae = jax.tree.map(lambda a: a[None], nets.vae.init(k2, nodes0, k2, 1.0))
   base = nets.graph_of(nets.init_expert(k3))
-  norm = experiment.dd.WeightNormalizer(np.zeros(nets.graph_size, np.float32),
-                                        np.full(nets.graph_size, 0.1, np.float32))
+  norm = dd.WeightNormalizer(np.zeros(nets.graph_size, np.float32),
+                             np.full(nets.graph_size, 0.1, np.float32))
   keys = jax.random.split(jax.random.key(1), 1)
   lat = np.array([[0.0, 1.0]], np.float32)
-  obs_x, obs_y = jax.vmap(experiment._pairs)(obs[:, None])  # pylint: disable=protected-access
+  obs_x, obs_y = jax.vmap(prog.pairs)(obs[:, None])
   ft_keys = jax.random.split(jax.random.key(2), m)
 
   def ours():

@@ -304,3 +304,87 @@ def test_spatial_modes_rotate_with_a_travelling_wave():
   np.testing.assert_allclose(np.delete(m, [k - 1, 3 + k - 1], axis=1), 0.0, atol=1e-5)
   with pytest.raises(ValueError, match="num_modes"):
     dd.spatial_modes(obs, 16)
+
+
+# CoDA on a linear one-step map x -> x @ theta.reshape(D, D): its loss and its adaptation
+# against NumPy in float64 (a loop over transitions, central differences, least squares).
+_D = 2
+
+
+def _linear(theta_F, x_BxD):
+  return x_BxD @ theta_F.reshape(_D, _D)
+
+
+def _coda_problem(seed=0, n=4, c=3, b=12):
+  rng = np.random.default_rng(seed)
+  theta0 = rng.normal(size=_D * _D)
+  basis = 0.5 * rng.normal(size=(_D * _D, c))
+  xi = rng.normal(size=(n, c))
+  env = rng.integers(0, n, b)
+  x, y = rng.normal(size=(b, _D)), rng.normal(size=(b, _D))
+  return theta0, basis, xi, env, x, y
+
+
+def _coda_loss_np(theta0, basis, xi, env, x, y, scale, xi_weight):
+  errs = [np.sum((x[i] @ (theta0 + basis @ xi[e]).reshape(_D, _D) - y[i]) ** 2)
+          for i, e in enumerate(env)]
+  return np.mean(errs) / scale + xi_weight * np.mean(xi ** 2)
+
+
+def test_coda_loss_and_its_gradient_against_numpy():
+  theta0, basis, xi, env, x, y = _coda_problem()
+  f32 = [np.float32(a) if a.dtype.kind == "f" else a for a in (theta0, basis, xi, env, x, y)]
+  got = dd.coda_loss(_linear, *f32, scale=0.7, xi_weight=0.1)
+  want = _coda_loss_np(theta0, basis, xi, env, x, y, 0.7, 0.1)
+  np.testing.assert_allclose(float(got), want, rtol=1e-5)
+  # d/dxi by central differences of the NumPy loss (every context, every coordinate)
+  grad = jax.jit(jax.grad(lambda z: dd.coda_loss(_linear, f32[0], f32[1], z, f32[3], f32[4], f32[5],
+                                                 scale=0.7, xi_weight=0.1)))(f32[2])
+  h, fd = 1e-6, np.zeros_like(xi)
+  for idx in np.ndindex(*xi.shape):
+    up, down = xi.copy(), xi.copy()
+    up[idx] += h
+    down[idx] -= h
+    fd[idx] = (_coda_loss_np(theta0, basis, up, env, x, y, 0.7, 0.1)
+               - _coda_loss_np(theta0, basis, down, env, x, y, 0.7, 0.1)) / (2 * h)
+  np.testing.assert_allclose(np.asarray(grad), fd, rtol=1e-4, atol=1e-5)
+
+
+def test_coda_adapt_reaches_the_least_squares_context():
+  """The adaptation objective is quadratic in xi for a linear predictor: Adam from zero ends
+  at NumPy's least-squares context and the loss falls to its minimum."""
+  theta0, basis, _, _, x, _ = _coda_problem(seed=1, b=20)
+  rng = np.random.default_rng(2)
+  xi_true = rng.normal(size=basis.shape[1])
+  y = x @ (theta0 + basis @ xi_true).reshape(_D, _D) + 0.05 * rng.normal(size=x.shape)
+  # the prediction is affine in xi: pred[b, j] = x_b @ theta0[:, j] + sum_c A[b, j, c] xi_c
+  a = np.einsum("bi,ijc->bjc", x, basis.reshape(_D, _D, -1)).reshape(-1, basis.shape[1])
+  r = (y - x @ theta0.reshape(_D, _D)).ravel()
+  xi_ls = np.linalg.lstsq(a, r, rcond=None)[0]
+  best = np.mean(np.sum((x @ (theta0 + basis @ xi_ls).reshape(_D, _D) - y) ** 2, -1)) / 0.5
+  xi, losses = dd.coda_adapt(_linear, np.float32(theta0), np.float32(basis), np.float32(x),
+                             np.float32(y), 1500, 0.02, scale=0.5)
+  assert losses.shape == (1500,) and float(losses[0]) > 5 * best
+  np.testing.assert_allclose(np.asarray(xi), xi_ls, atol=2e-3)
+  np.testing.assert_allclose(float(losses[-1]), best, rtol=1e-3)
+
+
+def test_coda_bad_inputs():
+  theta0, basis, xi, env, x, y = (np.float32(a) if a.dtype.kind == "f" else a
+                                  for a in _coda_problem())
+  with pytest.raises(ValueError, match="env_B"):
+    dd.coda_loss(_linear, theta0, basis, xi, env + 4, x, y)
+  with pytest.raises(ValueError, match="xi_NxC"):
+    dd.coda_loss(_linear, theta0, basis, xi[:, :2], env, x, y)
+  with pytest.raises(ValueError, match="scale"):
+    dd.coda_loss(_linear, theta0, basis, xi, env, x, y, scale=0.0)
+  with pytest.raises(ValueError, match="xi_weight"):
+    dd.coda_loss(_linear, theta0, basis, xi, env, x, y, xi_weight=-1.0)
+  with pytest.raises(ValueError, match="apply_fn"):
+    dd.coda_loss(lambda t, s: s[:, :1], theta0, basis, xi, env, x, y)
+  with pytest.raises(ValueError, match="num_steps"):
+    dd.coda_adapt(_linear, theta0, basis, x, y, 0, 0.1)
+  with pytest.raises(ValueError, match="learning_rate"):
+    dd.coda_adapt(_linear, theta0, basis, x, y, 5, -0.1)
+  with pytest.raises(ValueError, match="y_BxD"):
+    dd.coda_adapt(_linear, theta0, basis, x, y[:-1], 5, 0.1)

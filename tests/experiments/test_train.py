@@ -1,6 +1,8 @@
-"""The training loop: sharded equals unsharded, deterministic batches, the non-finite guard."""
+"""The training loop: sharded equals unsharded, deterministic batches, the non-finite guard;
+the cache of trained weights by fingerprint."""
 
 import logging as pylogging
+import os
 import threading
 
 from absl import logging
@@ -328,3 +330,38 @@ def test_quiet_blocks_overlapping_in_threads_leave_logging_as_it_was():
   assert seen == [False, True, True]
   assert bool(handler.filter(orbax_info))
   assert (logging.get_verbosity(), list(handler.filters)) == before
+
+
+def test_cached_pytree_restores_without_building_and_rebuilds_or_refuses_on_a_new_fingerprint(
+    tmp_path):
+  """The shared cache of trained weights: a second call with the same fingerprint restores
+  the same arrays without calling ``build``; another fingerprint rebuilds (``retrain``, the
+  default) or raises naming a fresh workdir (``raise``); a mapping fingerprint is its sorted
+  JSON, so the order of its fields does not matter."""
+  calls = []
+
+  def build():
+    calls.append(1)
+    k = len(calls)
+    return {"base": np.arange(3, dtype=np.float32) + k,
+            "experts": {"w": np.full((4, 3), k, np.float32), "n": np.int32(7 * k)}}
+
+  path = str(tmp_path / "zoo" / "oscillator")
+  first = train.cached_pytree(path, {"seed": 0, "steps": 5}, build)
+  assert len(calls) == 1 and (tmp_path / "zoo" / "oscillator.json").is_file()
+  again = train.cached_pytree(path, {"steps": 5, "seed": 0}, build)
+  assert len(calls) == 1
+  jax.tree.map(np.testing.assert_array_equal, again, first)
+  assert isinstance(again["experts"]["w"], np.ndarray)
+  with pytest.raises(ValueError, match="fresh workdir"):
+    train.cached_pytree(path, {"seed": 0, "steps": 6}, build, on_mismatch="raise")
+  assert len(calls) == 1
+  other = train.cached_pytree(path, {"seed": 0, "steps": 6}, build)
+  assert len(calls) == 2 and float(other["experts"]["w"][0, 0]) == 2.0
+  restored = train.cached_pytree(path, {"seed": 0, "steps": 6}, build, on_mismatch="raise")
+  assert len(calls) == 2 and int(restored["experts"]["n"]) == 14
+  os.remove(path + ".json")  # a checkpoint without its stamp is rebuilt
+  train.cached_pytree(path, "a string fingerprint", build)
+  assert len(calls) == 3
+  with pytest.raises(ValueError, match="on_mismatch"):
+    train.cached_pytree(path, "a string fingerprint", build, on_mismatch="keep")
