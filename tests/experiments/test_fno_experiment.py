@@ -4,7 +4,8 @@ import jax
 import numpy as np
 import optax
 
-from reprojax.experiments.fno import experiment
+from reprojax.experiments.fno import claims
+from reprojax.experiments.fno import programs
 from reprojax.experiments.fno.configs import quick
 
 
@@ -38,7 +39,7 @@ def test_optimizer_on_the_mean_loss_matches_torch_adam_on_the_sum():
   # even under x64: the reference takes the same float32 rate.
   lr32 = float(np.float32(rc.learning_rate))
   want = _torch_adam_on_batch_sum(p0, grads, rc.batch_size, lr32, rc.weight_decay)
-  got = _run(experiment.make_optimizer(rc), p0, grads)
+  got = _run(programs.make_optimizer(rc), p0, grads)
   # Exactly the original's steps (eps and the decay scaled by 1/B): equal to float64 rounding.
   np.testing.assert_allclose(got - p0, want - p0, rtol=1e-10, atol=1e-15)
   # The old choice, the full decay on the mean loss, decays 20x harder and does not match.
@@ -57,7 +58,7 @@ def test_claims_hold_within_the_tolerance_of_the_papers_error():
     for name, p in paper.items():
       metrics.update({f"{name}_rel_l2": scale * p, f"{name}_rel_l2_se": 0.001,
                       f"{name}_paper_rel_l2": p})
-    got = experiment.claims(config, metrics)
+    got = claims.claims(config, metrics)
     # The full config's other settings are declared, and reported as not run here.
     assert [c.id for c in got if c.evidence.not_run == "full"] == [
         "burgers1024_rel_l2", "darcy141_rel_l2"]
@@ -65,6 +66,6 @@ def test_claims_hold_within_the_tolerance_of_the_papers_error():
 
   assert verdicts(config.tolerance * 0.999) == {f"{n}_rel_l2": True for n in paper}
   assert verdicts(config.tolerance * 1.001) == {f"{n}_rel_l2": False for n in paper}
-  ours = experiment.claims(config, {f"{n}_{k}": 0.02 for n in paper
-                                    for k in ("rel_l2", "rel_l2_se", "paper_rel_l2")})[0].ours
+  ours = claims.claims(config, {f"{n}_{k}": 0.02 for n in paper
+                                for k in ("rel_l2", "rel_l2_se", "paper_rel_l2")})[0].ours
   assert ours.startswith("0.0200 +- 0.0200 (s=256, 512 train, 40 epochs)")
