@@ -37,6 +37,30 @@ PAPERS: tuple[str, ...] = (
     "calm",
 )
 
+# Each paper's title, short, for the tables of results/REPORT.md and the README.
+TITLES: dict[str, str] = {
+    "fno": "Fourier Neural Operator (the operator the PDE papers build on)",
+    "rocp": "ROCP: risk-optimal conformal prediction",
+    "ising_aggregation": "Aggregating dependent binary judges with Ising models",
+    "alft": "ALFT: asymmetric latent factorization of tensors",
+    "gwcn": "GWCN: graphon convolutional networks that transfer across sizes",
+    "comparison_oracle": "Finding stationary points by comparisons",
+    "del_no": "del-NO: learnable derivative orders in neural operators",
+    "tail_sched": "Prediction-free, distribution-aware scheduling for LLM tail latency",
+    "oce": "OCE: orthogonal concept erasure",
+    "causal_dpo": "CausalDPO: invariant DPO for LLM recommenders",
+    "snv": "SNV: Shapley neuron values for buffer-free continual learning",
+    "llm4ph": "LLM4PH: structural reasoning with persistent homology",
+    "pdr": "PDR: parallel-distill-refine and sequential refinement",
+    "flash_grpo": "Flash-GRPO: single-step GRPO for flow models",
+    "vrpo": "VRPO: value-distribution RL for diffusion models",
+    "suco": "SuCo: minimal sufficient chains of thought",
+    "team": "TEAM: expert activation for MoE diffusion LLMs",
+    "distseal": "DistSeal: latent watermarks distilled into generators",
+    "dynadiff": "DynaDiff: generating dynamics predictors in weight space",
+    "calm": "CALM: corrective hints, then SFT and RL, for optimisation modelling",
+}
+
 SCALES: tuple[str, ...] = ("tiny", "quick", "full")
 
 # The papers whose launcher trains with checkpoints (``experiments.train.fit``:

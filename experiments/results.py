@@ -20,6 +20,8 @@ import re
 import tempfile
 from typing import Any, Mapping, NamedTuple, Sequence
 
+from reprojax.experiments import registry
+
 
 KINDS = ("paper", "baseline", "check")
 """A claim's kind. ``paper``: a statement the paper makes about its method or the
@@ -543,15 +545,19 @@ def _read_all(results_dir: str, failures: Mapping[str, str]):
 
 def summary_rows(per_paper: Mapping[str, Sequence[Mapping[str, Any]]],
                  walls: Mapping[str, Any], link: str) -> list[str]:
-  """The per-paper table: paper claims held of all, the holds by grade, wall time, README
-  (``link`` formats the README's path from ``slug``)."""
-  lines = ["| paper | paper claims held | strong | moderate | weak | by construction "
-           "| wall (s) |", "|---|---|---|---|---|---|---|"]
+  """The per-paper table: the paper's title, its claims held of all, the holds by grade, wall
+  time, links to its README and notebook (``link`` formats the README's path from ``slug``;
+  the notebook ``<slug>.ipynb`` lies beside it)."""
+  lines = ["| paper | title | paper claims held | strong | moderate | weak | by construction "
+           "| wall (s) | notebook |", "|---|---|---|---|---|---|---|---|---|"]
   for slug, claims in per_paper.items():
     h, n = count_by_kind(claims)["paper"]
     g = count_by_grade(claims)
-    lines.append(f"| [{slug}]({link.format(slug=slug)}) | {h} of {n} | {g['strong']} "
-                 f"| {g['moderate']} | {g['weak']} | {g['construction']} | {walls[slug]} |")
+    readme = link.format(slug=slug)
+    notebook = os.path.join(os.path.dirname(readme), f"{slug}.ipynb")
+    lines.append(f"| [{slug}]({readme}) | {registry.TITLES.get(slug, '')} | {h} of {n} "
+                 f"| {g['strong']} | {g['moderate']} | {g['weak']} | {g['construction']} "
+                 f"| {walls[slug]} | [{slug}.ipynb]({notebook}) |")
   return lines
 
 

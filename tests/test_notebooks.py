@@ -36,6 +36,7 @@ import nbclient  # test extra, imported plainly: the notebook tests never skip s
 import nbformat
 import pytest
 
+from reprojax.experiments import notebook_links
 from reprojax.experiments import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -200,3 +201,17 @@ def test_install_cell_installs_only_when_reprojax_is_missing(slug):
       assert not calls, f"{slug}: the install cell ran {calls} although reprojax is importable"
     else:
       assert len(calls) == 1 and calls[0][1:4] == ["-m", "pip", "install"], calls
+
+
+@pytest.mark.parametrize("slug", registry.PAPERS)
+def test_colab_link_and_install_cell_use_the_url_of_setup_cfg(slug):
+  """One address, set in setup.cfg: the notebook's "Open in Colab" link and its install cell
+  (``python -m reprojax.experiments.notebook_links`` rewrites them after a change)."""
+  url = notebook_links.project_url()
+  colab, requirement = notebook_links.links(slug, url)
+  with open(_path(slug)) as f:
+    text = f.read()
+  assert colab in text and requirement in text, (
+      f"{slug}.ipynb does not use setup.cfg's url {url}: run python -m "
+      "reprojax.experiments.notebook_links")
+  assert notebook_links.rewrite(text, slug, url) == text, f"{slug}.ipynb links elsewhere too"

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 import optax
 
@@ -559,8 +560,21 @@ class Programs(NamedTuple):
   generated: Callable | None = None  # jitted :func:`generated_program`
 
 
+_BUILT: dict[ml_collections.FrozenConfigDict, Programs] = {}
+
+
 def build(config) -> Programs:
-  """The :class:`Programs` of a run at ``config``."""
+  """The :class:`Programs` of a run at ``config``, made once per config: a second run at the
+  same config in one process (a notebook's rerun in the same folder) reuses the last one's
+  compiled programs instead of compiling them again."""
+  key = ml_collections.FrozenConfigDict(config)
+  if key not in _BUILT:
+    _BUILT.clear()
+    _BUILT[key] = _build(config)
+  return _BUILT[key]
+
+
+def _build(config) -> Programs:
   nets = Nets(config)
   gen: dict[str, Any] = {}
   if int(config.get("gen_steps", 0)) > 0:

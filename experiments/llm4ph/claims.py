@@ -145,9 +145,6 @@ def _chance_note(m: Mapping[str, float]) -> str:
 
 
 def _sig_margin(gap: float, se: float) -> float | None:
-  """The margin in s.e. of :func:`results.beats` (``gap`` above 0 and above ``_K`` s.e.):
-  failing, from the rule's bar ``_K`` s.e., as beats measures it; holding, also from that
-  bar (the tighter of the rule's two parts, this claim's convention since it was declared),
-  not from 0 as beats measures it."""
-  v = results.beats(gap, se, k=_K)
-  return v.margin_se - _K if v.holds else v.margin_se
+  """The margin in s.e. of :func:`results.beats` (``gap`` above 0 and above ``_K`` s.e.): a
+  holding gap measured from 0, a failing one from the rule's bar, the suite's convention."""
+  return results.beats(gap, se, k=_K).margin_se

@@ -181,3 +181,9 @@ def test_full_config_main_step_lowers_on_8_devices(slug):
   assert all(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(step.args))
   lowered = step.build(sharding.make_mesh()).lower(*step.args)
   assert lowered.as_text()
+
+
+def test_every_paper_has_a_title():
+  """The tables of the README and results/REPORT.md name each paper by its title."""
+  assert set(registry.TITLES) == set(registry.PAPERS)
+  assert all(t.strip() and "|" not in t for t in registry.TITLES.values())
