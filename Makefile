@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # the same CPU time, 98% of both cores busy against 87%).
 WORKERS ?= 3
 
-.PHONY: test test-kernels reproduce bench install clean
+.PHONY: test test-kernels reproduce bench install notebook clean
 
 install: $(STAMP)
 
@@ -44,6 +44,12 @@ test-kernels: $(STAMP)
 
 reproduce: $(STAMP)
 	$(PY) -m reprojax.experiments.reproduce --papers=all --scale=quick --out=results --readme=README.md $(ARGS)
+
+# Jupyter Lab on the notebooks (NB=experiments/<slug>/<slug>.ipynb opens one).
+NB ?= experiments
+notebook: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,notebook]'
+	$(VENV)/bin/jupyter lab $(NB)
 
 # Speed against each paper's peer: results/BENCH.md and results/bench.json (about 5 min).
 bench: $(STAMP)

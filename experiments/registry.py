@@ -130,10 +130,7 @@ def load_config(slug: str, scale: str):
 
 def claims_module(slug: str):
   """``reprojax.experiments.<slug>.claims``: the paper's ``CLAIMS``, ``RETIRED`` and
-  ``claims(config, metrics)`` (its ``experiment`` module while a paper has no claims module)."""
+  ``claims(config, metrics)``."""
   if slug not in PAPERS:
     raise ValueError(f"unknown paper {slug!r}; registered: {', '.join(PAPERS)}")
-  name = f"reprojax.experiments.{slug}"
-  if importlib.util.find_spec(f"{name}.claims") is not None:
-    return importlib.import_module(f"{name}.claims")
-  return importlib.import_module(f"{name}.experiment")
+  return importlib.import_module(f"reprojax.experiments.{slug}.claims")

@@ -132,36 +132,6 @@ def grade(ev: Evidence) -> str:
   return GRADES[level]
 
 
-def margin_in_se(value: float, threshold: float, se: float) -> float:
-  """``|value - threshold| / se``: the margin :class:`Evidence` wants (inf for se = 0 and a
-  nonzero gap, 0 for no gap)."""
-  gap = abs(float(value) - float(threshold))
-  se = float(se)
-  if se > 0 and math.isfinite(se):
-    return gap / se
-  return math.inf if gap > 0 else 0.0
-
-
-def margin_part(stat: float, threshold: float, se: float, passes: bool, seeds: int,
-                higher_passes: bool = True) -> tuple[bool, float | None]:
-  """One part of a verdict, for :func:`conjunction_margin`: ``(passes, margin)``.
-
-  Deprecated: it measures a failing part that lies on the passing side of ``threshold`` as
-  0, where :func:`exceeds` (and :func:`beats`) measure it from the rule's bar, as
-  :class:`Evidence` asks; claims code uses those.
-
-  The margin is ``stat``'s distance from ``threshold`` in s.e. when ``stat`` lies on the
-  side the part's verdict says (``higher_passes``: above ``threshold`` is the passing
-  side), else 0: a gap above zero but inside a 2-s.e. rule fails for want of evidence, not
-  by evidence against. None without a standard error (``seeds`` < 2). For paired "beats"
-  gaps pass ``threshold=0``: a rule's 2-s.e. requirement is not counted as margin (the
-  grade reads 2 and 3 s.e. itself)."""
-  if seeds < 2:
-    return passes, None
-  passing_side = stat > threshold if higher_passes else stat < threshold
-  return passes, margin_in_se(stat, threshold, se) if passing_side == passes else 0.0
-
-
 def conjunction_margin(parts: Sequence[tuple[bool, float | None]]) -> float | None:
   """A conjunction's margin from its parts' ``(passes, margin)`` (such as :class:`Verdict` values): the smallest of its parts' when all
   pass (the part nearest to failing), else the largest of the failing parts' (every one

@@ -102,7 +102,7 @@ def test_a_planted_stale_number_is_caught():
   digits = re.search(r"\d\.\d+", ours)[0]
   planted = text.replace(digits, digits[:-1] + str((int(digits[-1]) + 1) % 10), 1)
   assert planted != text and paper_readme_problems(planted, path)
-  counts = re.sub(r"(\[alft\]\([^)]*\) \| )(\d+)", lambda m: m[1] + "9", readme)
+  counts = re.sub(r"(\[alft\]\([^)]*\) \| [^|]+ \| )(\d+)", lambda m: m[1] + "9", readme)
   assert counts != readme and readme_problems(counts, RESULTS)
 
 

@@ -147,8 +147,6 @@ def test_a_paper_keeps_programs_run_and_claims_apart(slug):
   as orchestration, under 450 lines), ``claims.py`` (pure over the metrics: no JAX, no
   programs), and ``main.py`` joining ``experiment.run`` to ``claims.claims``."""
   folder = os.path.join(ROOT, "experiments", slug)
-  if not os.path.isfile(os.path.join(folder, "claims.py")):
-    pytest.skip(f"{slug} is not split yet")  # issue 65: removed once every paper is split
   for name in ("programs.py", "experiment.py", "claims.py", "main.py"):
     assert os.path.isfile(os.path.join(folder, name)), f"{slug} has no {name}"
   with open(os.path.join(folder, "experiment.py")) as f:

@@ -36,7 +36,8 @@ def test_counts_by_kind_in_results_and_report(tmp_path):
   headline = ("paper claims: 1 of 2 hold (1 strong, 0 moderate, 0 weak, 0 by construction); "
               "baselines 1 of 1; checks 1 of 1")
   assert f"**{headline}** (over 1 papers; 0 failed runs)" in text
-  assert "| [toy](../experiments/toy/README.md) | 1 of 2 | 1 | 0 | 0 | 0 | 1.0 |" in text
+  assert ("| [toy](../experiments/toy/README.md) |  | 1 of 2 | 1 | 0 | 0 | 0 | 1.0 | "
+          "[toy.ipynb](../experiments/toy/toy.ipynb) |") in text  # no title: not registered
   assert "| toy | quick | paper | s | p | o | yes | strong | 1.0 |" in text
   assert "| toy | quick | baseline | s | p | o | yes |  | 1.0 |" in text
   assert text.index("| [toy]") < text.index("| toy | quick")  # the summary on top
@@ -74,13 +75,6 @@ def test_grade_rejects_facts_that_mean_nothing():
     results_lib.grade(Evidence(seeds=3, margin_se=-1.0))
 
 
-def test_margin_in_standard_errors():
-  assert results_lib.margin_in_se(0.30, 0.25, 0.01) == pytest.approx(5.0)
-  assert results_lib.margin_in_se(0.20, 0.25, 0.01) == pytest.approx(5.0)  # either side
-  assert results_lib.margin_in_se(0.3, 0.25, 0.0) == float("inf")
-  assert results_lib.margin_in_se(0.25, 0.25, 0.0) == 0.0
-
-
 def test_evidence_in_results_json():
   ev = Evidence(seeds=3, margin_se=float("inf"), by_construction="planted", note="n")
   got = Claim("a", "s", "p", "o", True, kind="paper", evidence=ev).to_json()["evidence"]
@@ -101,14 +95,9 @@ def test_a_claim_needs_a_known_kind_and_a_unique_id():
   _results([Claim("c", "s", "p", "o", True, kind="check")])  # a check may go ungraded
 
 
-def test_margin_parts_and_conjunctions():
-  part = results_lib.margin_part
-  assert part(0.5, 0.0, 0.1, True, 3) == (True, pytest.approx(5.0))  # from zero, not 2 s.e.
-  assert part(0.15, 0.0, 0.1, False, 3) == (False, 0.0)  # above zero, inside 2 s.e.
-  assert part(-0.3, 0.0, 0.1, False, 3) == (False, pytest.approx(3.0))  # evidence against
-  assert part(0.5, 1.0, 0.1, True, 3, higher_passes=False) == (True, pytest.approx(5.0))
-  assert part(0.5, 0.0, 0.1, True, 1) == (True, None)  # one seed: no standard error
+def test_conjunctions_of_verdicts():
   both = results_lib.conjunction_margin
+  assert both([results_lib.beats(0.5, 0.1), results_lib.beats(0.3, 0.1)]) == pytest.approx(3.0)
   assert both([(True, 5.0), (True, 2.0)]) == 2.0  # holds: the part nearest to failing
   assert both([(False, 1.0), (False, 4.0), (True, 9.0)]) == 4.0  # fails: every one must flip
   assert both([(True, None), (True, 3.0)]) is None
