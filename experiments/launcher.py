@@ -3,9 +3,9 @@
 A paper's ``main.py`` is three lines::
 
     from reprojax.experiments import launcher
-    from reprojax.experiments.<slug> import experiment
+    from reprojax.experiments.<slug> import claims, experiment
     if __name__ == "__main__":
-      launcher.main(experiment.run, experiment.claims, paper="<slug>")
+      launcher.main(experiment.run, claims.claims, paper="<slug>")
 
 ``run(config, workdir)`` computes and returns the metrics (a flat mapping of
 name to number) and writes the plots; ``claims(config, metrics)`` is a pure
