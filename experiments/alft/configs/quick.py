@@ -2,12 +2,11 @@
 
     python -m reprojax.experiments.alft.main --config=experiments/alft/configs/quick.py --workdir=/tmp/alft
 
-Hardware: 2 CPU cores; 57 s wall in `make reproduce` on the idle machine with one Kinetic split,
-mostly compiling the vmapped fits; three splits add about 20 s (estimated; 425 s measured at
-load average 11). Replicas split over config.mesh's data axis on more devices.
-Reproduces the abstract's claim (ALFT vs LFT/CP where modes are aligned; no worse on an
-unordered control) and issue 7's Kinetic claim (tensorly masked CP rank 4, ~23.7 RMSE, 20% held out),
-over three held-out splits.
+Hardware and time: 2 CPU cores, about 3 minutes (172 s in `make reproduce`, beside another
+paper). Replicas split over config.mesh's data axis on more devices. Reproduces the abstract's
+claim (ALFT vs LFT/CP where modes are aligned; no worse on an unordered control) and issue 7's
+Kinetic claim (tensorly masked CP rank 4, ~23.7 RMSE, 20% held out), over three held-out
+splits.
 """
 
 import ml_collections

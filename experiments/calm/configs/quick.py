@@ -2,10 +2,11 @@ r"""CALM at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.calm.main --config=experiments/calm/configs/quick.py --workdir=/tmp/calm
 
-Hardware and time: 2 CPU cores, about a minute and a half. One base decoder trained on
-problems of levels 1 to 3 (mostly easy ones); three seeds of CALM, the random-position
-control and direct SFT at equal tokens, GRPO from CALM-SFT and from direct SFT, and greedy
-evaluation on levels 1 to 3 (3: the transport problem, the hard level).
+Hardware and time: 2 CPU cores, about 2.5 minutes (151 s in `make reproduce`, beside another
+paper). One base decoder trained on problems of levels 1 to 3 (mostly easy ones); three seeds
+of CALM, the random-position control and direct SFT at equal tokens, GRPO from CALM-SFT and
+from direct SFT, and greedy evaluation on levels 1 to 3 (3: the transport problem, the hard
+level).
 """
 
 import ml_collections

@@ -3,11 +3,11 @@
     python -m reprojax.experiments.comparison_oracle.main \
         --config=experiments/comparison_oracle/configs/quick.py --workdir=/tmp/comparison_oracle
 
-Hardware: 2 CPU cores, about 1.5 minutes of CPU (91 s; 3.3 min wall when the cores are
-shared at load ~7), mostly XLA compiles and the hard-chain runs. Reproduces the
-query-complexity claims of "Finding Stationary Points by Comparisons" (ICML 2026):
-O~(n^2/eps^1.5) classical, O~(n^2 log 1/delta) Hessian estimation, O~(n/eps^1.5)
-quantum (simulated classically), against the O~(n/eps^2) baseline of Zhang & Li.
+Hardware and time: 2 CPU cores, under 2 minutes (105 s in `make reproduce`, beside another
+paper), mostly XLA compiles and the hard-chain runs. Reproduces the query-complexity claims of
+"Finding Stationary Points by Comparisons" (ICML 2026): O~(n^2/eps^1.5) classical, O~(n^2 log
+1/delta) Hessian estimation, O~(n/eps^1.5) quantum (simulated classically), against the
+O~(n/eps^2) baseline of Zhang & Li.
 """
 
 import ml_collections

@@ -2,12 +2,12 @@ r"""del-NO at quick scale (part of `make reproduce`): Burgers, KdV and Darcy x F
 
     python -m reprojax.experiments.del_no.main --config=experiments/del_no/configs/quick.py --workdir=/tmp/del_no
 
-Hardware and time: 2 CPU cores, about 80 s wall / 105 s CPU with cached data
-(a first run also generates the small datasets, about 10 s more). Reproduces, at
-reduced scale (1-D grid 64 and Darcy 16 x 16, 256 train pairs, 3 seeds, 200 steps;
-FNO of depth 2 and DeepONet), the paper's main table (wins per cell), its learned
-orders vs the PDE order, the noise, sample-size and spectral-content sweeps, the
-x/y agreement of 2-D orders and the per-step overhead (see experiments/del_no/README.md).
+Hardware and time: 2 CPU cores, about 1.5 minutes (91 s in `make reproduce`, alone; a first run
+also generates the small datasets, about 10 s more). Reproduces, at reduced scale (1-D grid 64
+and Darcy 16 x 16, 256 train pairs, 3 seeds, 200 steps; FNO of depth 2 and DeepONet), the
+paper's main table (wins per cell), its learned orders vs the PDE order, the noise, sample-size
+and spectral-content sweeps, the x/y agreement of 2-D orders and the per-step overhead (see
+experiments/del_no/README.md).
 """
 
 import ml_collections

@@ -2,12 +2,10 @@ r"""DistSeal at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.distseal.main --config=experiments/distseal/configs/quick.py --workdir=/tmp/distseal
 
-Hardware and time: 2 CPU cores, about 2.5 minutes (129.9-152 s with nothing
-else running, the seeds' runs in two threads; 206.7 s one after another): over the 90 s
-budget (issue 23). Grey 16 px
-patches of scikit-learn's two photographs, an f4 autoencoder (4x4x4 latents), 16-bit
-messages; three seeds, each a latent and a pixel watermarker of matched capacity and the
-decoder distillation of each.
+Hardware and time: 2 CPU cores, about 2.5 minutes (154 s in `make reproduce`, alone; the seeds'
+runs in two threads): over the 90 s budget (issue 23). Grey 16 px patches of scikit-learn's two
+photographs, an f4 autoencoder (4x4x4 latents), 16-bit messages; three seeds, each a latent and
+a pixel watermarker of matched capacity and the decoder distillation of each.
 """
 
 import ml_collections

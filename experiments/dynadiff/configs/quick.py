@@ -2,14 +2,14 @@ r"""DynaDiff at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.dynadiff.main --config=experiments/dynadiff/configs/quick.py --workdir=/tmp/dynadiff
 
-Hardware and time: 2 CPU cores, about 90 s. For each family (damped oscillator,
-Lotka-Volterra): a zoo of 64 experts fine-tuned from one base predictor, the weight-graph
-VAE (with and without attention, with and without the functional loss) and the latent
-flow generator (prompter-conditioned, and conditioned on the true parameters) trained
-for 3 seeds at once, then 16 new environments inside the training range and 16 outside
-it, each seen through one short observed sequence: generated experts against the base
-model, the nearest zoo expert, fine-tuning on the sequence and CoDA-style context
-adaptation, by rollout error. Reproduces (in kind) the paper's "10.78% lower average
+Hardware and time: 2 CPU cores, about 1.5 minutes (87 s in `make reproduce`, beside another
+paper). For each family (damped oscillator, Lotka-Volterra): a zoo of 64 experts fine-tuned
+from one base predictor, the weight-graph VAE (with and without attention, with and without the
+functional loss) and the latent flow generator (prompter-conditioned, and conditioned on the
+true parameters) trained for 3 seeds at once, then 16 new environments inside the training
+range and 16 outside it, each seen through one short observed sequence: generated experts
+against the base model, the nearest zoo expert, fine-tuning on the sequence and CoDA-style
+context adaptation, by rollout error. Reproduces (in kind) the paper's "10.78% lower average
 prediction error" and its ablations.
 """
 

@@ -2,10 +2,11 @@ r"""FNO on Burgers 1D and Darcy 2D at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.fno.main --config=experiments/fno/configs/quick.py --workdir=/tmp/fno
 
-Hardware and time: 2 CPU cores, about 2 minutes including data generation on the
-first run (later runs read the cached tfds data). Reproduces, at reduced scale, the
-FNO paper's Table 1 (Burgers, 0.0149 at s=256) and Table 4 (Darcy, 0.0108 at s=85):
-same architecture and optimiser, fewer samples and epochs (see experiments/fno/README.md).
+Hardware and time: 2 CPU cores, about 5 minutes (295 s in `make reproduce`, beside another
+paper); a first run also generates the data, later runs read the cached tfds data. Reproduces,
+at reduced scale, the FNO paper's Table 1 (Burgers, 0.0149 at s=256) and Table 4 (Darcy, 0.0108
+at s=85): same architecture and optimiser, fewer samples and epochs (see
+experiments/fno/README.md).
 """
 
 import ml_collections

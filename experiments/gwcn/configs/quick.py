@@ -2,12 +2,12 @@ r"""GWCN size transfer at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.gwcn.main --config=experiments/gwcn/configs/quick.py --workdir=/tmp/gwcn
 
-Hardware and time: 2 CPU cores, about 1-2 minutes. Reproduces at reduced scale the
-GWCN paper's synthetic transfer experiment (geometric graphs on a surface, n up to
-800 against a limit at N = 1000 quadrature points, five sparsity schedules, GWCN vs
-the normalised c-GCN), its real-graph protocol (degree-ordered / BFS / random
-subgraphs of the PyGSP Minnesota road network, density fits and transfer error)
-and its node-classification curves (SBM with Gaussian features, 8 trials).
+Hardware and time: 2 CPU cores, about a minute (58 s in `make reproduce`, beside another
+paper). Reproduces at reduced scale the GWCN paper's synthetic transfer experiment (geometric
+graphs on a surface, n up to 800 against a limit at N = 1000 quadrature points, five sparsity
+schedules, GWCN vs the normalised c-GCN), its real-graph protocol (degree-ordered / BFS /
+random subgraphs of the PyGSP Minnesota road network, density fits and transfer error) and its
+node-classification curves (SBM with Gaussian features, 8 trials).
 """
 
 import ml_collections

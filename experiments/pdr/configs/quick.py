@@ -2,12 +2,12 @@ r"""PDR at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.pdr.main --config=experiments/pdr/configs/quick.py --workdir=/tmp/pdr
 
-Hardware and time: 2 CPU cores, about a minute and a half. One small decoder (2 layers,
-width 48) trained for 500 steps on sorting ten values with drafts in its workspace (cached
-by orbax in the workdir), then three evaluation seeds of 128 fresh questions each: the long
-pass, SR, PDR (width 4, top-2 workspaces) in every distillation mode, best-of-N and the
-shuffled control, up to 4 drafts of sequential budget. The s.e. is over the evaluation
-seeds of one trained model (the full config trains three).
+Hardware and time: 2 CPU cores, about 2 minutes (126 s in `make reproduce`, beside another
+paper). One small decoder (2 layers, width 48) trained for 500 steps on sorting ten values with
+drafts in its workspace (cached by orbax in the workdir), then three evaluation seeds of 128
+fresh questions each: the long pass, SR, PDR (width 4, top-2 workspaces) in every distillation
+mode, best-of-N and the shuffled control, up to 4 drafts of sequential budget. The s.e. is over
+the evaluation seeds of one trained model (the full config trains three).
 """
 
 import ml_collections

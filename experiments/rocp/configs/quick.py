@@ -2,9 +2,10 @@
 
     python -m reprojax.experiments.rocp.main --config=experiments/rocp/configs/quick.py --workdir=/tmp/rocp
 
-Hardware: 2 CPU cores, about a minute and 1.4 GB (four compilations of the evaluation).
-Reproduces the paper's Section 6 comparisons (its COVID and driving figures) on our
-offline stand-ins, under the paper's evaluation protocol and ours.
+Hardware and time: 2 CPU cores, about 1.5 minutes (100 s in `make reproduce`, beside another
+paper) and 1.4 GB (four compilations of the evaluation). Reproduces the paper's Section 6
+comparisons (its COVID and driving figures) on our offline stand-ins, under the paper's
+evaluation protocol and ours.
 """
 
 import ml_collections

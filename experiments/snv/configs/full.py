@@ -2,15 +2,14 @@ r"""SNV at the scale of the authors' released protocol, on our MLP stream: not r
 
     python -m reprojax.experiments.snv.main --config=experiments/snv/configs/full.py --workdir=/tmp/snv_full
 
-The authors' reported runs use a CIFAR ResNet-18 on 10 tasks of CIFAR-100 (and the
-paper's headline is on ImageNet-1k), which needs data this machine cannot download;
-this config is the largest form of our digits stream the suite knows: 20 seeds,
-wider layers (2 x 256 neurons), 500 steps per task, 64 permutations, finer grids.
-Hardware and time: one accelerator, or 1-1.5 h on 2 CPU cores (not measured: the quick
-run's 42 s (before issue 67 added SNV-A, WSN and PEC, which took the quick run from 80 s
-to 120 s on shared cores) scaled by replicas (x2 seeds, x1.3-1.7 grids), layer width (about x10 per
-forward pass), steps (x3.3) and, for the valuations, players (x4) and permutations (x2)).
-Its main step lowers on an 8-device mesh in the tests.
+The authors' reported runs use a CIFAR ResNet-18 on 10 tasks of CIFAR-100 (and the paper's
+headline is on ImageNet-1k), which needs data this machine cannot download; this config is the
+largest form of our digits stream the suite knows: 20 seeds, wider layers (2 x 256 neurons),
+500 steps per task, 64 permutations, finer grids. Hardware and time: one accelerator, or
+several hours on 2 CPU cores (not measured: the quick run's 130 s in `make reproduce`, beside
+another paper, scaled by replicas (x2 seeds, x1.3-1.7 grids), layer width (about x10 per
+forward pass), steps (x3.3) and, for the valuations, players (x4) and permutations (x2)). Its
+main step lowers on an 8-device mesh in the tests.
 """
 
 from reprojax.experiments.snv.configs import quick

@@ -2,16 +2,15 @@ r"""SNV at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.snv.main --config=experiments/snv/configs/quick.py --workdir=/tmp/snv
 
-Hardware and time: 2 CPU cores, about two minutes (117 s in make reproduce beside one other
-paper; 80 s before SNV-A, WSN and PEC joined). Split digits (scikit-learn's 8 x 8 digits, 5 tasks of 2
-classes), an MLP of two hidden layers of 64 ReLU neurons, in the task- and
-class-incremental protocols; fine-tuning, EWC, SI, MAS and freezing by weight
-magnitude (PackNet-style), by random scores, by activation and by Shapley value (SNV,
-scored densely and by Eq. (1) as Algorithm 1), SNV-A as the authors ran it, WSN
-(task-IL) and PEC (class-IL), each over a grid of at most one hyperparameter, ten seeds
-each (each seed its own split): every variant and seed in one compiled program per
-stage. Reproduces the paper's two buffer-free gains (+2.88% class-IL, +6.46% task-IL on
-ImageNet-1k) in kind, not in scale.
+Hardware and time: 2 CPU cores, about 2 minutes (130 s in `make reproduce`, beside another
+paper). Split digits (scikit-learn's 8 x 8 digits, 5 tasks of 2 classes), an MLP of two hidden
+layers of 64 ReLU neurons, in the task- and class-incremental protocols; fine-tuning, EWC, SI,
+MAS and freezing by weight magnitude (PackNet-style), by random scores, by activation and by
+Shapley value (SNV, scored densely and by Eq. (1) as Algorithm 1), SNV-A as the authors ran it,
+WSN (task-IL) and PEC (class-IL), each over a grid of at most one hyperparameter, ten seeds
+each (each seed its own split): every variant and seed in one compiled program per stage.
+Reproduces the paper's two buffer-free gains (+2.88% class-IL, +6.46% task-IL on ImageNet-1k)
+in kind, not in scale.
 """
 
 import ml_collections

@@ -2,15 +2,13 @@ r"""SuCo at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.suco.main --config=experiments/suco/configs/quick.py --workdir=/tmp/suco
 
-Hardware and time: 2 CPU cores; 69.8-77.8 s alone before the true-level ablation was added,
-which adds about 10 CPU seconds a seed (estimate: near 90 s alone, not measured alone; the
-committed run took 157 s in make reproduce beside one other paper). Three seeds,
-in two threads on a one-device CPU run (``common.map_seeds``; bit for bit one after
-another): each trains the suite's small decoder on arithmetic chains of 1 to 4 operations,
-samples its own chain on each MSC question (the lengths rank the questions: the paper's
-threshold), searches the minimal sufficient chains, fine-tunes on them (MFT), runs SAPO,
-and evaluates every model on levels 1 to 5 (5 held out); then MFT, SAPO and the evaluation
-again from the true-level threshold (the ablation, metrics ``oracle_level_*``).
+Hardware and time: 2 CPU cores, about 2.5 minutes (153 s in `make reproduce`, beside another
+paper). Three seeds, in two threads on a one-device CPU run (``common.map_seeds``; bit for bit
+one after another): each trains the suite's small decoder on arithmetic chains of 1 to 4
+operations, samples its own chain on each MSC question (the lengths rank the questions: the
+paper's threshold), searches the minimal sufficient chains, fine-tunes on them (MFT), runs
+SAPO, and evaluates every model on levels 1 to 5 (5 held out); then MFT, SAPO and the
+evaluation again from the true-level threshold (the ablation, metrics ``oracle_level_*``).
 """
 
 import ml_collections

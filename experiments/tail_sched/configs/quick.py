@@ -2,15 +2,14 @@
 
     python -m reprojax.experiments.tail_sched.main --config=experiments/tail_sched/configs/quick.py --workdir=/tmp/tail_sched
 
-Hardware: 2 CPU cores; 74 s of CPU time (155 s of wall time beside other runs; 50 s
-idle before issue 68 added 20 cells and the halves). Needs the Azure LLM inference traces 2023 in
-``manual_dir`` or ``$REPROJAX_MANUAL_DIR`` (``azure_llm_inference_2023/``). FCFS, SRPT
-(perfect lengths) and prediction-free gamma-Boost on the remaining service (3 gammas) at
-2-3 loads per trace, with cache-aware preemption (the paper's) and with vLLM's
-running-first queues; SJF (perfect lengths) and the attained-only boost (the ablation) in
-the cache-aware mode only; SRPT and gamma-Boost also at the headline load with each
-latency constant at x0.5 and x2. Gamma is chosen on the first half of each trace's
-requests and scored on the second (issue 68).
+Hardware and time: 2 CPU cores, about 1.25 minutes (75 s in `make reproduce`). Needs the
+Azure LLM inference traces 2023 in ``manual_dir`` or ``$REPROJAX_MANUAL_DIR``
+(``azure_llm_inference_2023/``). FCFS, SRPT (perfect lengths) and prediction-free gamma-Boost
+on the remaining service (3 gammas) at 2-3 loads per trace, with cache-aware preemption (the
+paper's) and with vLLM's running-first queues; SJF (perfect lengths) and the attained-only
+boost (the ablation) in the cache-aware mode only; SRPT and gamma-Boost also at the headline
+load with each latency constant at x0.5 and x2. Gamma is chosen on the first half of each
+trace's requests and scored on the second (issue 68).
 """
 
 import ml_collections

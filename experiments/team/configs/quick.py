@@ -2,13 +2,12 @@ r"""TEAM at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.team.main --config=experiments/team/configs/quick.py --workdir=/tmp/team
 
-Hardware and time: 2 CPU cores, about 100 s on a fresh machine (77.1 and 82.3 s in two idle
-runs before the three leave-one-out modes, about 5 s more with them, estimated from a run at
-load average 11, 291 s; the training, about a minute idle, is checkpointed, and a rerun in
-the same workdir skips it). One seed: a 2-layer, 8-expert block-diffusion transformer trained
-on 3-digit copy, reverse and addition problems, then fresh problems decoded one at a time,
-vanilla, with each TEAM strategy, all three, and all three but one (the paper's ablation,
-paired over 8 disjoint problem sets).
+Hardware and time: 2 CPU cores, about 2 minutes on a fresh workdir (126 s in `make reproduce`,
+alone; the training, about a minute of it, is checkpointed, and a rerun in the same workdir
+skips it). One seed: a 2-layer, 8-expert block-diffusion transformer trained on 3-digit copy,
+reverse and addition problems, then fresh problems decoded one at a time, vanilla, with each
+TEAM strategy, all three, and all three but one (the paper's ablation, paired over 8 disjoint
+problem sets).
 """
 
 import ml_collections

@@ -3,10 +3,10 @@ r"""VRPO at full scale: longer chains and training, more seeds (not part of `mak
     python -m reprojax.experiments.vrpo.main --config=experiments/vrpo/configs/full.py --workdir=/tmp/vrpo_full
 
 Hardware and time: a GPU; on 2 CPU cores an estimated 2-3 hours (not run: the quick config
-takes 50 s, the quick config on a 50-step chain 2 min, and this is about 30 times its work
-with a wider network and larger evaluation). A 50-step chain (the discrete chain's values
-closer to the continuous closed form), a wider head trained longer, 2,000 fine-tuning steps
-per arm, ten seeds, three temperatures.
+takes 96 s in `make reproduce` beside another paper, the quick config on a 50-step chain took 2
+min, and this is about 30 times its work with a wider network and larger evaluation). A 50-step
+chain (the discrete chain's values closer to the continuous closed form), a wider head trained
+longer, 2,000 fine-tuning steps per arm, ten seeds, three temperatures.
 """
 
 from reprojax.experiments.vrpo.configs import quick

@@ -2,10 +2,10 @@ r"""VRPO at quick scale (part of `make reproduce`).
 
     python -m reprojax.experiments.vrpo.main --config=experiments/vrpo/configs/quick.py --workdir=/tmp/vrpo
 
-Hardware and time: 2 CPU cores, about a minute (56.4-63.4 s). Five seeds vmapped
-in one program: the stage-1 value head on base-chain rollouts, then four arms at two
-temperatures, each fine-tuned from the exact base model, measured against the exact tilted
-mixture.
+Hardware and time: 2 CPU cores, about 1.5 minutes (96 s in `make reproduce`, beside another
+paper). Five seeds vmapped in one program: the stage-1 value head on base-chain rollouts, then
+four arms at two temperatures, each fine-tuned from the exact base model, measured against the
+exact tilted mixture.
 """
 
 import ml_collections
