@@ -2,8 +2,8 @@
 
     python -m reprojax.experiments.tail_sched.main --config=experiments/tail_sched/configs/quick.py --workdir=/tmp/tail_sched
 
-Hardware and time: 2 CPU cores, about 1.25 minutes (75 s in `make reproduce`). Needs the
-Azure LLM inference traces 2023 in ``manual_dir`` or ``$REPROJAX_MANUAL_DIR``
+Hardware and time: 2 CPU cores, about 1.25 minutes (75 s in `make reproduce`, beside another
+paper). Needs the Azure LLM inference traces 2023 in ``manual_dir`` or ``$REPROJAX_MANUAL_DIR``
 (``azure_llm_inference_2023/``). FCFS, SRPT (perfect lengths) and prediction-free gamma-Boost
 on the remaining service (3 gammas) at 2-3 loads per trace, with cache-aware preemption (the
 paper's) and with vLLM's running-first queues; SJF (perfect lengths) and the attained-only
