@@ -11,7 +11,7 @@ import ml_collections
 
 from reprojax.experiments import results
 
-# reprojax.algorithms.STRATEGIES (the test of the claims checks they agree), here so
+# reprojax.algorithms.team.STRATEGIES (the test of the claims checks they agree), here so
 # that the claims import no JAX
 STRATEGIES = ("reuse", "limit", "speculate")
 
