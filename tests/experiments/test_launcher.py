@@ -322,3 +322,28 @@ def test_reproduce_runs_papers_side_by_side_longest_first(tmp_path, monkeypatch)
   note = results_lib.concurrency_note({"a": 2, "b": 2, "timed": 1})
   assert "2 papers running at a time" in note and note.endswith("but for timed, which ran alone.")
   assert results_lib.concurrency_note({"a": 1}) == ""
+
+
+def test_claims_only_recomputes_the_committed_verdicts_and_leaves_an_old_side_run(tmp_path):
+  """--claims_only: a results file's claims come back from its own metrics with the paper's
+  claims code (a tampered verdict is restored, the metrics untouched); a side run whose
+  config today's claims code cannot read is left as it is, not an error."""
+  out = tmp_path / "results"
+  shutil.copytree(os.path.join(ROOT, "results", "vrpo"), out / "vrpo",
+                  ignore=shutil.ignore_patterns("*.png"))
+  path = out / "vrpo" / "results.json"
+  committed = json.loads(path.read_text())
+  tampered = json.loads(path.read_text())
+  tampered["claims"][0]["holds"] = not tampered["claims"][0]["holds"]
+  tampered["claim_counts"] = {}
+  path.write_text(json.dumps(tampered))
+  old = out / "vrpo" / "old_side"
+  old.mkdir()
+  stale = {**committed, "config": {"scale": "quick"}, "claims": []}
+  (old / "results.json").write_text(json.dumps(stale))
+  written = reproduce.recompute_claims("vrpo", str(out))
+  assert written == [str(path)]
+  again = json.loads(path.read_text())
+  assert again["claims"] == committed["claims"] and again["metrics"] == committed["metrics"]
+  assert again["claim_counts"] == committed["claim_counts"]
+  assert json.loads((old / "results.json").read_text()) == stale
