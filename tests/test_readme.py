@@ -139,6 +139,9 @@ def test_paper_readme_speed_table_is_generated_from_bench_json(slug):
 
 _DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b|\b[0-2]\d:[0-5]\d\b")
 _HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
+# Seven digits or more, unseparated, read like an abbreviated commit hash: a figure that large
+# is written with thousands separators (2,000,000).
+_LONG_NUMBER = re.compile(r"(?<![\w.,])\d{7,}(?!\w)")
 # The version of another project's code that was read is provenance, not our history; it is
 # written `owner/repo@commit` and allowed.
 _PIN = re.compile(r"[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b")
@@ -148,7 +151,7 @@ def history_tokens(text: str) -> list[str]:
   """Dates, clock times and commit-hash-like tokens of ``text`` (another project's pinned
   version, ``owner/repo@commit``, aside)."""
   text = _PIN.sub("", text)
-  return _DATE.findall(text) + _HASH.findall(text)
+  return _DATE.findall(text) + _HASH.findall(text) + _LONG_NUMBER.findall(text)
 
 
 @pytest.mark.parametrize("name", ["README.md", "WORKSPACE.md"])
@@ -185,6 +188,8 @@ def test_history_tokens():
   assert history_tokens("read `owner/repo@908d06a`; rerun 2026-12-06 at 12:01 (3ee0cf6)") == [
       "2026-12-06", "12:01", "3ee0cf6"]
   assert not history_tokens("0.9086, 1,500 steps, deadbeef is no hash, 1e-4")
+  assert history_tokens("0 of 1000000 entries") == ["1000000"]  # reads like a hash
+  assert not history_tokens("0 of 1,000,000 entries, 123456 steps, 0.1234567")
 
 
 @pytest.mark.parametrize("slug", registry.PAPERS)

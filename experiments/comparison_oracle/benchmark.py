@@ -66,7 +66,7 @@ def estimator_table(ns, batch=64):
         "quantum sim.: queries/s |")
   print("|---|---|---|---|---|---|---|")
   for r in rows:
-    print(f"| {r[0]} | {r[1]} | {r[2]:.3g} | {r[3]} | {r[4]:.3g} | {r[5]} | {r[6]:.3g} |")
+    print(f"| {r[0]} | {r[1]:,} | {r[2]:.3g} | {r[3]:,} | {r[4]:.3g} | {r[5]:,} | {r[6]:.3g} |")
 
 
 def problems():
@@ -99,11 +99,11 @@ def queries_table(eps, quick):
       q, t, ok, _ = jax.jit(lambda x, k: co.queries_to_stationarity(method, mon, x, k, eps,
                                                                       steps))(
           x0, jax.random.key(0))
-      cells.append(f"{int(q)}" + ("" if bool(ok) else " (not reached)"))
+      cells.append(f"{int(q):,}" + ("" if bool(ok) else " (not reached)"))
     ev, cp, okc = programs.cma_queries(f, mon, np.asarray(x0), eps, 0,
                                        20000 if quick else 200000)
     sfx = "" if okc else " (not reached)"
-    print(f"| {name} | {n} | {cells[0]} | {cells[1]} | {ev}{sfx} | {cp}{sfx} | |")
+    print(f"| {name} | {n} | {cells[0]} | {cells[1]} | {int(ev):,}{sfx} | {int(cp):,}{sfx} | |")
 
 
 def workloads(full: bool) -> list[bench.Workload]:

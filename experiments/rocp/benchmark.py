@@ -46,7 +46,7 @@ def _problem(n, y_n, seed=0):
 
 def _same_sets(ours, peer):
   mismatch = int((np.asarray(ours) != np.asarray(peer)).sum())
-  return mismatch == 0, f"{mismatch} of {np.asarray(peer).size} set entries differ"
+  return mismatch == 0, f"{mismatch:,} of {np.asarray(peer).size:,} set entries differ"
 
 
 def workloads(full: bool) -> list[bench.Workload]:
