@@ -151,6 +151,11 @@ class Verdict(NamedTuple):
   holds: bool
   margin_se: float | None
 
+  def seeded(self, seeds: int) -> "Verdict":
+    """This verdict with no margin when the run has fewer than 2 seeds (its recorded s.e. of
+    0 is no standard error to measure a margin in)."""
+    return self if seeds >= 2 else Verdict(bool(self.holds), None)
+
 
 def paired_gap(a_S: Sequence[float], b_S: Sequence[float]) -> tuple[float, float]:
   """Mean and standard error over seeds of the paired difference ``a - b`` (s.e. with the

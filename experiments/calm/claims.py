@@ -15,11 +15,6 @@ from reprojax.experiments import results
 from reprojax.experiments.results import conjunction_margin
 
 
-def _seeded(v: results.Verdict, seeds: int) -> results.Verdict:
-  """``v`` with no margin when the run has one seed (no standard error to measure it in)."""
-  return v if seeds >= 2 else results.Verdict(v.holds, None)
-
-
 def _beats(m, a: str, b: str, suffix: str = "", seeds: int = 2
            ) -> tuple[results.Verdict, str]:
   """"``a`` beats ``b``" on the paired per-seed gap ``gap_<a>_vs_<b><suffix>``
@@ -28,7 +23,7 @@ def _beats(m, a: str, b: str, suffix: str = "", seeds: int = 2
   txt = (f"{m[f'{a}_acc{suffix}']:.3f} vs {m[f'{b}_acc{suffix}']:.3f} "
          f"({g:+.3f} +- {se:.3f})")
   v = results.beats(g, se)
-  return _seeded(results.Verdict(bool(v.holds), v.margin_se), seeds), txt
+  return results.Verdict(bool(v.holds), v.margin_se).seeded(seeds), txt
 
 
 _BEATS = "above 0 and above 2 s.e. over the seeds"
@@ -163,8 +158,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   ge, gse = m[f"gap_direct_vs_base_L{easy}"], m[f"gap_direct_vs_base_L{easy}_se"]
   gh, hse = m[f"gap_direct_vs_base_L{hard}"], m[f"gap_direct_vs_base_L{hard}_se"]
   # any difference counts (no s.e. threshold): k = 0, the plain strict comparisons
-  parts = [_seeded(results.exceeds(ge, 0.0, gse, k=0.0), seeds),
-           _seeded(results.exceeds(gh, 0.0, hse, k=0.0, higher=False), seeds)]
+  parts = [results.exceeds(ge, 0.0, gse, k=0.0).seeded(seeds),
+           results.exceeds(gh, 0.0, hse, k=0.0, higher=False).seeded(seeds)]
   out.append(CLAIMS["direct_sft_easy_up_hard_down"].claim(
       ours=(f"direct SFT minus base: level {easy} {ge:+.3f} +- {gse:.3f}, level {hard} "
             f"{gh:+.3f} +- {hse:.3f}"),
@@ -197,9 +192,9 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
                   f"{int(config.rl_steps)} GRPO steps; {seeds} seeds share one base model"))))
   frac = m["calm_modified_fraction"]
   # some attempts kept, and the share under the paper's bound (plain comparisons: k = 0)
-  parts = [_seeded(results.exceeds(m["calm_kept"], 0.0, m["calm_kept_se"], k=0.0), seeds),
-           _seeded(results.exceeds(frac, 0.026, m["calm_modified_fraction_se"], k=0.0,
-                                   higher=False), seeds)]
+  parts = [results.exceeds(m["calm_kept"], 0.0, m["calm_kept_se"], k=0.0).seeded(seeds),
+           results.exceeds(frac, 0.026, m["calm_modified_fraction_se"], k=0.0,
+                           higher=False).seeded(seeds)]
   out.append(CLAIMS["hints_few_tokens"].claim(
       ours=(f"{100 * frac:.1f}% of all kept tokens ({100 * m['calm_modified_fraction_hinted']:.1f}"
             f"% of the hinted trajectories'), {m['calm_hints_per_fixed']:.2f} hints per hinted "

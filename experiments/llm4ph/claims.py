@@ -117,7 +117,8 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
               f"answer readable {m['lm_parsed']:.2f}"),
         holds=sig("lm"),
         evidence=results.Evidence(
-            seeds=1, margin_se=_sig_margin(m["lm_ordering_gap"], m["lm_ordering_gap_se"]),
+            seeds=1, margin_se=results.beats(m["lm_ordering_gap"], m["lm_ordering_gap_se"],
+                                             k=_K).margin_se,
             note=(f"one model, greedy, on one draw of {int(m['lm_n'])} prompts (binomial s.e. "
                   "over them)" + _chance_note(m)))))
   if "lm_acc" in m:
@@ -142,9 +143,3 @@ def _chance_note(m: Mapping[str, float]) -> str:
   return ("" if m["lm_acc"] > best else
           f"; overall the model ({m['lm_acc']:.3f}) is not above chance ({best:.3f}), so the "
           "ordering may be the answer spaces'")
-
-
-def _sig_margin(gap: float, se: float) -> float | None:
-  """The margin in s.e. of :func:`results.beats` (``gap`` above 0 and above ``_K`` s.e.): a
-  holding gap measured from 0, a failing one from the rule's bar, the suite's convention."""
-  return results.beats(gap, se, k=_K).margin_se

@@ -48,12 +48,6 @@ def _acc_ok(m, a, b, suffix=""):
   return results.non_inferior(g, se, ACC_MARGIN).holds, g, se
 
 
-def _part(verdict: results.Verdict, seeds: int) -> results.Verdict:
-  """One part of a verdict for :func:`conjunction_margin`: no margin without a standard
-  error (a single seed)."""
-  return verdict if seeds > 1 else results.Verdict(verdict.holds, None)
-
-
 def _ratio_se(m, a: str, suffix: str, ratio: float) -> float:
   """The s.e. of ``a_tokens - ratio * base_tokens`` over the seeds, exact from the two
   means' s.e. and their paired gap's (``var(a - r b) = (1 - r) var a + (r^2 - r) var b +
@@ -70,9 +64,9 @@ def _shorten_parts(m, a: str, suffix: str, ratio: float, seeds: int):
   the gap ``bound - tokens`` at or above 0, no s.e. asked, so ``k = 0``)."""
   _, g, se = _acc_ok(m, a, "base", suffix)
   t, bound = m[f"{a}_tokens{suffix}"], ratio * m[f"base_tokens{suffix}"]
-  return [_part(results.non_inferior(g, se, ACC_MARGIN), seeds),
-          _part(results.non_inferior(bound - t, _ratio_se(m, a, suffix, ratio), 0.0, k=0.0),
-                seeds)]
+  tokens_se = _ratio_se(m, a, suffix, ratio)
+  return [results.non_inferior(g, se, ACC_MARGIN).seeded(seeds),
+          results.non_inferior(bound - t, tokens_se, 0.0, k=0.0).seeded(seeds)]
 
 
 CLAIMS = results.declare(
@@ -159,7 +153,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
   steps = [m[f"msc_steps_L{x}"] for x in lv]
   steps_se = [m[f"msc_steps_L{x}_se"] for x in lv]
   # every adjacent difference above 0, no s.e. asked (k = 0)
-  grows = [_part(results.exceeds(b - a, 0.0, float(np.hypot(sa, sb)), k=0.0), seeds)
+  grows = [results.exceeds(b - a, 0.0, float(np.hypot(sa, sb)), k=0.0).seeded(seeds)
            for a, b, sa, sb in zip(steps, steps[1:], steps_se, steps_se[1:])]
   agree = [m[f"msc_agree_L{x}"] for x in lv]
   if "complexity_level_rank_corr" in m:  # the paper's threshold (else our earlier one's run)
@@ -222,7 +216,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
                   f"{1 / int(config.modulus):.2f}; the token cut joined the claim after a "
                   "first run where accuracy alone held vacuously"))))
   g, se = m["gap_acc_sapo_vs_truncated"], m["gap_acc_sapo_vs_truncated_se"]
-  beats = _part(results.beats(g, se), seeds)  # above 2 s.e.
+  beats = results.beats(g, se).seeded(seeds)  # above 2 s.e.
   out.append(CLAIMS["beats_truncation"].claim(
       ours=(f"budget {m['truncation_budget']:.1f} tokens (MFT's mean): truncated base "
             f"{m['truncated_acc']:.3f} at {m['truncated_tokens']:.1f} tokens, SAPO "

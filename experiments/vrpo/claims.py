@@ -16,13 +16,6 @@ def _fmt(x):
   return f"{x:.4f}"
 
 
-def _gap_verdict(gap: float, se: float, seeds: int) -> results.Verdict:
-  """:func:`results.beats` (``gap`` above 0 by more than 2 s.e.), with no margin from a
-  single seed (whose s.e. the run records as 0)."""
-  v = results.beats(gap, se, k=2.0)
-  return v if seeds >= 2 else results.Verdict(v.holds, None)
-
-
 CLAIMS = results.declare(
     results.Declared(
         id="vrpo_approaches_target", kind="paper",
@@ -89,11 +82,11 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
     return out
 
   def approaches(p):
-    facts = [_gap_verdict(m[f"{p}_vrpo_mmd_drop"], m[f"{p}_vrpo_mmd_drop_se"], seeds)]
+    facts = [results.beats(m[f"{p}_vrpo_mmd_drop"], m[f"{p}_vrpo_mmd_drop_se"]).seeded(seeds)]
     parts = []
     for a in others:
       g, s = m[f"{p}_gap_{a}_vs_vrpo"], m[f"{p}_gap_{a}_vs_vrpo_se"]
-      facts.append(_gap_verdict(g, s, seeds))
+      facts.append(results.beats(g, s).seeded(seeds))
       parts.append(f"{a} {_fmt(m[f'{p}_{a}_mmd'])} ({g:+.4f} +- {s:.4f})")
     text = (f"eta {m[f'{p}_eta']:g}: MMD^2 VRPO {_fmt(m[f'{p}_base_mmd'])} -> "
             f"{_fmt(m[f'{p}_vrpo_mmd'])} +- {m[f'{p}_vrpo_mmd_se']:.4f} after "
@@ -123,7 +116,7 @@ def claims(config: ml_collections.ConfigDict, metrics: Mapping[str, float]
     parts, facts = [], []
     for i in range(len(config.etas)):
       g, s = m[f"eta{i}_gap_dpo_vs_vrpo"], m[f"eta{i}_gap_dpo_vs_vrpo_se"]
-      facts.append(_gap_verdict(g, s, seeds))
+      facts.append(results.beats(g, s).seeded(seeds))
       parts.append(f"eta {m[f'eta{i}_eta']:g}: DPO {_fmt(m[f'eta{i}_dpo_mmd'])} vs VRPO "
                    f"{_fmt(m[f'eta{i}_vrpo_mmd'])} ({g:+.4f} +- {s:.4f})")
     out.append(CLAIMS["dpo_biased"].claim(

@@ -234,6 +234,9 @@ def test_the_shared_rules_against_hand_computed_cases():
   assert results_lib.exceeds(0.5, 0.5, 0.1, k=0) == (False, pytest.approx(0.0))
   assert results_lib.exceeds(0.7, 0.5, 0.0) == (True, float("inf"))
   assert results_lib.exceeds(0.4, 0.5, 0.0) == (False, None)
+  # one seed: no standard error, so no margin, whatever the rule measured
+  assert results_lib.beats(0.5, 0.0).seeded(1) == (True, None)
+  assert results_lib.beats(0.5, 0.1).seeded(3) == (True, pytest.approx(5.0))
   # non-inferiority within 0.05: the lower 2-s.e. bound at or above -0.05
   assert results_lib.non_inferior(-0.01, 0.01, 0.05) == (True, pytest.approx(4.0))
   assert results_lib.non_inferior(-0.04, 0.01, 0.05) == (False, pytest.approx(1.0))
